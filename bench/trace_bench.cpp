@@ -1,0 +1,184 @@
+// tc-bench-trace: what recording costs, and how fast the collector empties
+// the rings into a store. Prints a table; every number is the median of
+// several repetitions measured in this one run.
+//
+//   build/bin/tc-bench-trace [--quick]
+//
+// Rows:
+//   2 timestamp reads   : the floor: two reads of the recording clock
+//   range, recording on : TC_TRACE_RANGE begin + end into a ring (target <= 1.5x the floor)
+//   range, recording off: the same macro when no session is active
+//   raw SQLite insert   : rows/s into a ranges-shaped table, one transaction, WAL, synchronous=NORMAL
+//   ingest              : events/s from full rings to a finalized store (target >= 1.5 M/s)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tc/collect/collector.h"
+#include "tc/store/baseline.h"
+#include "tc/store/writer.h"
+#include "tc/trace/region.h"
+#include "tc/trace/trace.h"
+
+namespace tr = tc::trace;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double ns_since(Clock::time_point t0, double per) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / per;
+}
+
+volatile uint64_t g_sink;
+
+double bench_clock_pair(int reps, int n) {
+  std::vector<double> v;
+  for (int r = 0; r < reps; ++r) {
+    uint64_t s = 0;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      s += tr::now();
+      s += tr::now();
+    }
+    v.push_back(ns_since(t0, n));
+    g_sink = s;
+  }
+  return median(v);
+}
+
+void drain_everything(tr::Region& region) {
+  for (uint32_t i = 0; i < region.header().ring_count; ++i) region.ring(i).read.store(region.ring(i).write.load());
+}
+
+double bench_range(tr::Region& region, int reps, int n) {
+  // Warm-up: touch the whole ring once, as a long run does; first-touch page
+  // faults are not the recording path's cost.
+  for (uint64_t i = 0; i < region.header().ring_capacity; i += 2 * static_cast<uint64_t>(n)) {
+    drain_everything(region);
+    for (int k = 0; k < n; ++k) {
+      TC_TRACE_RANGE("bench.range");
+    }
+  }
+  std::vector<double> v;
+  for (int r = 0; r < reps; ++r) {
+    drain_everything(region);  // untimed: the collector's job
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      TC_TRACE_RANGE("bench.range");
+    }
+    v.push_back(ns_since(t0, n));
+  }
+  drain_everything(region);
+  return median(v);
+}
+
+struct Ingest {
+  double events_per_s;
+  uint64_t events;
+};
+
+Ingest bench_ingest(const std::string& path, int threads, int ranges_per_thread) {
+  std::string err;
+  // Big enough rings that the producers never wait: this measures the collector alone.
+  uint64_t capacity = 1;
+  while (capacity < static_cast<uint64_t>(ranges_per_thread) * 2 + 1024) capacity <<= 1;
+  auto region = tr::Region::create_private(static_cast<uint32_t>(threads), capacity, &err);
+  if (!region) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", err.c_str());
+    std::exit(1);
+  }
+  tr::detail::activate(region.get());
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([ranges_per_thread] {
+      for (int i = 0; i < ranges_per_thread; ++i) {
+        TC_TRACE_RANGE_ARG("bench.ingest", i);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  tr::detail::deactivate();
+
+  std::filesystem::remove(path);
+  auto t0 = Clock::now();
+  auto writer = tc::store::Writer::create(path, {.overwrite = true});
+  if (!writer.ok()) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", writer.status().message().c_str());
+    std::exit(1);
+  }
+  tc::collect::Collector c(*region, **writer, tc::collect::gather_run_info({"tc-bench-trace"}, "bench"));
+  tc::Status s = c.begin();
+  if (s.ok()) s = c.finish({.exit_code = 0, .complete = true});
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!s.ok()) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+  region.release();  // threads' ring pointers may outlive us; keep it mapped
+  return {static_cast<double>(c.stats().events) / secs, c.stats().events};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (!tr::kCompiledIn) {
+    std::fprintf(stderr, "tc-bench-trace: recording is compiled out (TC_TRACE=OFF); build with TC_TRACE=ON\n");
+    return 1;
+  }
+  const int reps = quick ? 51 : 201;
+  const int n = 16384;  // ranges per repetition: 2n slots fill half of a default ring
+  std::string err;
+  // tc-profile's default ring: 65536 slots (2 MiB), drained between repetitions.
+  auto region = tr::Region::create_private(4, 1u << 16, &err);
+  if (!region) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", err.c_str());
+    return 1;
+  }
+  tr::detail::activate(region.get());
+  double floor_ns = bench_clock_pair(reps, n);
+  double on_ns = bench_range(*region, reps, n);
+  tr::detail::deactivate();
+  double off_ns = bench_range(*region, reps, n);
+  region.release();
+
+  std::string dir = (std::filesystem::temp_directory_path() / "tc-bench-trace").string();
+  std::filesystem::create_directories(dir);
+  const int rows = quick ? 500000 : 2000000;
+  std::vector<double> raw, ingest;
+  uint64_t events = 0;
+  for (int r = 0; r < (quick ? 3 : 5); ++r) {
+    auto rate = tc::store::raw_insert_rate(dir + "/raw.sqlite", rows);
+    if (!rate.ok()) {
+      std::fprintf(stderr, "tc-bench-trace: %s\n", rate.status().message().c_str());
+      return 1;
+    }
+    raw.push_back(*rate);
+    Ingest in = bench_ingest(dir + "/ingest.tcdb", 4, rows / 4);
+    ingest.push_back(in.events_per_s);
+    events = in.events;
+  }
+  std::filesystem::remove_all(dir);
+
+  const char* clock = static_cast<tr::ClockKind>(tr::preferred_clock()) == tr::ClockKind::kTsc ? "rdtsc" : "clock_gettime";
+  std::printf("tc-bench-trace (%s; medians of %d runs)\n\n", clock, reps);
+  std::printf("| what                          | result          | vs floor / peer |\n");
+  std::printf("|-------------------------------|-----------------|-----------------|\n");
+  std::printf("| 2 timestamp reads (%-13s)| %8.1f ns      |                 |\n", clock, floor_ns);
+  std::printf("| range begin+end, recording on | %8.1f ns      | %5.2fx floor    |\n", on_ns, on_ns / floor_ns);
+  std::printf("| range begin+end, recording off| %8.2f ns      |                 |\n", off_ns);
+  std::printf("| raw SQLite insert (%d rows)  | %8.2f M rows/s|                 |\n", rows, median(raw) / 1e6);
+  std::printf("| ingest rings -> finalized store| %8.2f M ev/s  | %5.2fx raw      |\n", median(ingest) / 1e6, median(ingest) / median(raw));
+  std::printf("\n(ingest: %llu range events from 4 threads per run, written, indexed and finalized)\n", static_cast<unsigned long long>(events));
+  return 0;
+}

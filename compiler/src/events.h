@@ -1,0 +1,44 @@
+// The compiler's only seam to the recording layer (profiler/trace).
+//
+// Every event the compiler emits goes through these functions. They are
+// no-ops today except for the test observer; the lead wires them to tc::trace.
+// They receive everything the events need (call sites, sizes, durations).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <source_location>
+
+#include "tc/error.h"
+
+namespace tc::events {
+
+enum class EvalKind : uint8_t { item, to_host, print };
+const char* eval_kind_name(EvalKind k);
+enum class ExecTrigger : uint8_t { mark_step, explicit_eval, eager_op };
+
+void on_mark_step(int64_t step, const std::source_location& where);
+// A pending tensor forced an evaluation: the call site, what kind, how many
+// nodes ran and how long (steady_clock ns) the cut + execution took.
+void on_explicit_evaluation(EvalKind kind, const std::source_location& where, int64_t nodes,
+                            int64_t dur_ns);
+// A cut graph ran (any trigger).
+void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns);
+void on_alloc(int64_t bytes, Category c, int64_t live);
+void on_free(int64_t bytes, Category c, int64_t live);
+void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
+                      const std::array<int64_t, kCategoryCount>& live_by_category);
+
+// Test-only observer (not for production use): sees explicit evaluations,
+// mark_steps and out-of-memory events. nullptr to detach.
+struct TestObserver {
+  virtual ~TestObserver() = default;
+  virtual void explicit_evaluation(EvalKind kind, const std::source_location& where, int64_t nodes,
+                                   int64_t dur_ns) {}
+  virtual void mark_step(int64_t step) {}
+  virtual void graph_executed(ExecTrigger trigger, int64_t nodes) {}
+  virtual void out_of_memory(int64_t requested, int64_t live, int64_t capacity) {}
+};
+void set_test_observer(TestObserver* observer);
+
+}  // namespace tc::events

@@ -1,0 +1,83 @@
+// tc/store/writer.h: writes a .tcdb store.
+//
+//   auto w = tc::store::Writer::create("run.tcdb");
+//   if (!w.ok()) return w.status();
+//   auto r = (*w)->row(tc::store::schema::ranges);   // reuse r for many rows
+//   TC_RETURN_IF_ERROR(r.null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(arg).insert());
+//   TC_RETURN_IF_ERROR((*w)->finalize());
+//
+// Rows are batched into transactions; a store is valid after every commit(),
+// so a run that is killed still leaves a readable file (with its -wal file).
+// Not thread-safe: one thread writes. Errors are one-line Status messages that
+// name the path; after an I/O error (disk full) every later call fails too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tc/store/schema.h"
+#include "tc/store/status.h"
+
+namespace tc::store {
+
+struct WriterOptions {
+  bool overwrite = false;                  // replace an existing file at path
+  int64_t rows_per_transaction = 200000;   // commit automatically every N rows
+};
+
+class Writer {
+  struct Impl;
+  struct Table;
+
+ public:
+  // Creates a new store at path: schema, user_version, application_id, WAL.
+  // kAlreadyExists if path exists and !options.overwrite; kIoError when its
+  // directory is missing, not a directory or not writable.
+  static StatusOr<std::unique_ptr<Writer>> create(const std::string& path, WriterOptions options = {});
+
+  // One row of one table. Bind every column in declaration order, then
+  // insert(); the Row is then ready for the next row. The id column may be
+  // bound null() for an automatic id. Only one Row per table at a time, and
+  // none may outlive its Writer.
+  class Row {
+   public:
+    Row& i64(int64_t value);
+    Row& f64(double value);
+    Row& text(std::string_view value);  // copied
+    Row& null();
+    // INSERT OR REPLACE. kInvalidArgument if the number of values bound is not
+    // the table's column count (the row is then discarded, not written).
+    Status insert();
+
+   private:
+    friend class Writer;
+    Row(Impl* impl, Table* table) : impl_(impl), table_(table) {}
+    Impl* impl_;
+    Table* table_;  // null when the table is unknown to the store
+    int bound_ = 0;
+  };
+
+  Row row(const TableDecl& table);  // cheap: statements are cached per table
+
+  // Ends the current transaction: rows so far are durable and visible to readers.
+  Status commit();
+  // commit(), build the indexes, fold the WAL into the file and close it: the
+  // result is one self-contained file. Later calls fail.
+  Status finalize();
+
+  int64_t rows_written() const;
+  const std::string& path() const;
+
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  // Without finalize(): commits what it has and closes; the store stays valid.
+  ~Writer();
+
+ private:
+  explicit Writer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tc::store

@@ -1,0 +1,137 @@
+// tc/trace/region.h: the memory that recording threads and the collector
+// share. For collectors (profiler/collect); programs use trace.h.
+//
+// A Region is one block of memory, either shared (a memfd that tc-profile
+// creates and hands to the program as TC_PROFILE_FD, so that a program that
+// crashes or is killed loses nothing it recorded) or private (an in-process
+// collector, TC_PROFILE=path). Its layout is the same in both cases:
+//
+//   RegionHeader | RingHeader[0] Slot[capacity] | RingHeader[1] Slot[...] | ...
+//
+// Each ring has one producer (a thread) and one consumer (the collector).
+// The producer writes slots, then publishes them with one release store of
+// `write`; the consumer reads up to `write` (acquire), then releases them with
+// one store of `read`. A record of several slots (a string definition) is
+// published in one store, so a crash never leaves half a record visible.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tc::trace {
+
+inline constexpr uint64_t kRegionMagic = 0x31726763'74637400ull;  // "\0tcrgc1" little-endian-ish tag
+inline constexpr uint32_t kRegionVersion = 1;
+
+// What the slot's fields mean depends on kind.
+enum class SlotKind : uint16_t {
+  kEmpty = 0,
+  kBegin = 1,        // ts, loc = location id, arg
+  kEnd = 2,          // ts, loc = location id of the matching begin
+  kInstant = 3,      // ts, loc, arg
+  kCounter = 4,      // ts, loc, value = bit pattern of a double
+  kLocationDef = 5,  // loc = new id, value = line, arg = payload bytes; payload "name\0file\0function\0"
+  kStringDef = 6,    // loc = new id, arg = payload bytes; payload = the string
+  kThreadName = 7,   // loc = string id of the name (defined earlier in the same ring)
+  kRecord = 8,       // loc = RecordKind, arg = field count; payload = int64 fields
+  kPayload = 9,      // raw bytes continuing the previous slot's record
+};
+
+// 32 bytes, the unit of a ring.
+struct Slot {
+  uint64_t ts;
+  uint32_t loc;
+  uint16_t kind;   // SlotKind
+  uint16_t extra;  // number of payload slots that follow this one
+  int64_t value;
+  int64_t arg;
+};
+static_assert(sizeof(Slot) == 32, "a slot is 32 bytes; rings and collectors depend on it");
+
+enum class RingState : uint32_t {
+  kFree = 0,     // no owner; the collector has drained it
+  kActive = 1,   // owned by a live thread (or a thread of a dead process)
+  kRetired = 2,  // its thread exited; the collector frees it once drained
+  kClaiming = 3, // a thread is taking it; pid and tid not yet written
+};
+
+enum class ClockKind : uint32_t { kMonotonic = 0, kTsc = 1 };
+
+struct alignas(64) RingHeader {
+  alignas(64) std::atomic<uint64_t> write;  // producer: slots published so far
+  alignas(64) std::atomic<uint64_t> read;   // consumer: slots released so far
+  alignas(64) std::atomic<uint32_t> state;  // RingState
+  uint32_t pid;
+  uint32_t tid;
+  uint32_t reserved;
+  std::atomic<uint64_t> dropped;  // events this ring's producer could not write
+  std::atomic<uint64_t> claims;   // times the ring was claimed (changes when a new thread owns it)
+};
+
+struct alignas(64) RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t ring_count;
+  uint64_t ring_capacity;  // slots per ring, a power of two
+  uint64_t total_bytes;
+  uint32_t clock;          // ClockKind chosen by the creator
+  uint32_t reserved;
+  std::atomic<uint32_t> next_id;              // location and string ids, shared by every process
+  std::atomic<uint64_t> dropped_no_ring;      // events of threads that found no free ring
+  std::atomic<uint64_t> collector_heartbeat;  // bumped by the collector on every pass
+};
+
+// Owns or maps a region. Not copyable.
+class Region {
+ public:
+  // Creates a shared region backed by a memfd that child processes inherit;
+  // fd() is what TC_PROFILE_FD carries. nullptr and errno-style message on failure.
+  static std::unique_ptr<Region> create_shared(uint32_t rings, uint64_t capacity, std::string* error);
+  // Creates a private region for an in-process collector.
+  static std::unique_ptr<Region> create_private(uint32_t rings, uint64_t capacity, std::string* error);
+  // Maps a shared region from an inherited descriptor; validates magic and version.
+  static std::unique_ptr<Region> attach(int fd, std::string* error);
+  ~Region();
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+  RegionHeader& header() const { return *header_; }
+  RingHeader& ring(uint32_t i) const;
+  Slot* slots(uint32_t i) const;
+  int fd() const { return fd_; }
+  static uint64_t bytes_for(uint32_t rings, uint64_t capacity);
+
+ private:
+  Region(void* base, uint64_t bytes, int fd);
+  void* base_;
+  uint64_t bytes_;
+  int fd_;
+  RegionHeader* header_;
+};
+
+// The clock the creator chose: TSC when the CPU says it is invariant.
+ClockKind preferred_clock();
+// Reads the given clock: TSC ticks or CLOCK_MONOTONIC ns.
+uint64_t read_clock(ClockKind kind);
+// CLOCK_MONOTONIC in ns.
+uint64_t monotonic_ns();
+
+// Number of payload slots needed for `bytes` bytes.
+constexpr uint32_t payload_slots(uint64_t bytes) { return static_cast<uint32_t>((bytes + sizeof(Slot) - 1) / sizeof(Slot)); }
+
+namespace detail {
+// Hooks the in-process collector (profiler/collect) installs; trace calls them
+// from start_from_environment() and flush(). Both may be null.
+using StartHook = bool (*)(const char* path);
+using FlushHook = void (*)();
+void set_in_process_hooks(StartHook start, FlushHook flush);
+// Makes the calling process record into `region` (which outlives recording).
+void activate(Region* region);
+// Stops recording in this process (threads see enabled() == false).
+void deactivate();
+}  // namespace detail
+
+}  // namespace tc::trace

@@ -1,0 +1,237 @@
+// tc/trace/trace.h: the recording API that the compiler and runtime call.
+//
+//   void step() {
+//     TC_TRACE_RANGE("train.step");              // a range until end of scope
+//     TC_TRACE_RANGE_ARG("graph.run", graph_id); // the same, with an argument
+//     TC_TRACE_INSTANT("cache.miss", graph_id);   // a point in time with an argument
+//     TC_TRACE_COUNTER("memory.live_bytes", live); // a value over time
+//   }
+//
+// Contract:
+// - Each macro points at a static source-location record (name, file,
+//   function, line); no string travels with an event.
+// - Recording never allocates, locks, throws or makes a system call on the
+//   hot path. A thread's first event claims a ring (once per thread); a site's
+//   first use gets an id (once per site, under a lock).
+// - Profiling off (no TC_PROFILE, no tc-profile, no start()): each macro costs
+//   one predictable branch. Built with -DTC_TRACE=OFF: each macro is nothing.
+// - A full ring makes the producer wait for the collector (bounded); events
+//   that still cannot be written are dropped and counted, never lost silently.
+// - Timestamps are read from the TSC where it is invariant, else from
+//   CLOCK_MONOTONIC; the collector converts them to CLOCK_MONOTONIC ns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <source_location>
+#include <span>
+#include <string_view>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "tc/trace/region.h"
+
+namespace tc::trace {
+
+// A static description of a recording site. Lives in static storage.
+struct Location {
+  const char* name;
+  const char* file;
+  const char* function;
+  uint32_t line;
+};
+
+// A recording site: the location plus its id, assigned on first use.
+struct Site {
+  Location loc;
+  std::atomic<uint32_t> id{0};
+};
+
+// Kinds of structured records (see record()); the collector maps each one to a
+// store table. New kinds are appended; values are stable.
+enum class RecordKind : uint16_t {
+  kNone = 0,
+  kCount
+};
+
+namespace detail {
+extern std::atomic<bool> g_enabled;  // true while a recording session is active
+
+// The calling thread's ring, as its producer sees it. Internal; inline here
+// so that recording an event is a handful of instructions at the call site.
+struct Producer {
+  RingHeader* hdr = nullptr;
+  Slot* slots = nullptr;
+  uint64_t mask = 0;
+  uint64_t capacity = 0;
+  uint64_t write = 0;
+  uint64_t cached_read = 0;
+  uint32_t session = 0;
+  bool stalled = false;  // the collector stopped draining; drop without waiting
+};
+// initial-exec TLS: one %fs-relative load, no __tls_get_addr call. constinit
+// tells the compiler there is no dynamic initializer to run first.
+extern thread_local constinit Producer* t_prod __attribute__((tls_model("initial-exec")));
+extern std::atomic<uint32_t> g_session;
+extern bool g_use_tsc;
+
+uint32_t register_site(Site& site) noexcept;
+// Everything but the common case: claim a ring, wait for space, count drops.
+void write_slow(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept;
+
+inline uint64_t read_now() noexcept {
+#if defined(__x86_64__)
+  if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+#endif
+  return monotonic_ns();
+}
+
+inline uint32_t site_id(Site& site) noexcept {
+  uint32_t id = site.id.load(std::memory_order_acquire);
+  return __builtin_expect(id != 0, 1) ? id : register_site(site);
+}
+
+inline void write_event(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept {
+  Producer* p = t_prod;
+  if (__builtin_expect(p != nullptr && p->session == g_session.load(std::memory_order_relaxed) &&
+                           p->capacity != p->write - p->cached_read,
+                       1)) {
+    Slot& s = p->slots[p->write & p->mask];
+    s.ts = ts;
+    s.loc = loc;
+    s.kind = static_cast<uint16_t>(kind);
+    s.extra = 0;
+    s.value = value;
+    s.arg = arg;
+    p->hdr->write.store(++p->write, std::memory_order_release);
+    return;
+  }
+  write_slow(kind, loc, value, arg, ts);
+}
+
+inline void begin(Site& site, int64_t arg) noexcept {
+  uint64_t ts = read_now();
+  write_event(SlotKind::kBegin, site_id(site), 0, arg, ts);
+}
+inline void end(Site& site) noexcept { write_event(SlotKind::kEnd, site_id(site), 0, 0, read_now()); }
+inline void instant(Site& site, int64_t arg) noexcept {
+  uint64_t ts = read_now();
+  write_event(SlotKind::kInstant, site_id(site), 0, arg, ts);
+}
+inline void counter(Site& site, double value) noexcept {
+  uint64_t ts = read_now();
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  write_event(SlotKind::kCounter, site_id(site), bits, 0, ts);
+}
+}  // namespace detail
+
+#if defined(TC_TRACE_ENABLED) && TC_TRACE_ENABLED
+inline constexpr bool kCompiledIn = true;
+#else
+inline constexpr bool kCompiledIn = false;
+#endif
+
+// True while a recording session is active in this process. A constant false
+// when recording is compiled out, so guarded calls vanish.
+inline bool enabled() noexcept { return kCompiledIn && detail::g_enabled.load(std::memory_order_relaxed); }
+
+// Starts recording in this process if the environment asks for it:
+// TC_PROFILE_FD (set by tc-profile) attaches to the launcher's shared rings;
+// TC_PROFILE=path.tcdb starts an in-process collector writing to path. Called
+// automatically before main() by the tc library; safe to call again.
+void start_from_environment() noexcept;
+
+// Interns a string for use as an event argument (e.g. an input's name) and
+// returns its id, stable for the life of the process. Locks; not for hot loops.
+uint32_t intern(std::string_view text) noexcept;
+
+// Registers a location that is only known at run time (e.g. a user's
+// std::source_location) and returns its id for the *_at() calls. Locks once per
+// distinct (name, file, line, function); cached afterwards.
+uint32_t location_id(std::string_view name, const std::source_location& where) noexcept;
+
+// Same as the macros, for a location id from location_id().
+void instant_at(uint32_t location, int64_t arg) noexcept;
+void begin_at(uint32_t location) noexcept;
+void end_at(uint32_t location) noexcept;
+
+// Structured record of up to 30 int64 fields (strings as intern() ids, times
+// as now() ticks converted by the collector when the field is marked a time).
+void record(RecordKind kind, std::span<const int64_t> fields) noexcept;
+
+// Names the calling thread in the store.
+void set_thread_name(std::string_view name) noexcept;
+
+// Current timestamp in the recording clock's ticks (TSC or ns).
+uint64_t now() noexcept;
+
+// Events this process dropped so far (full ring for too long, or no free ring).
+uint64_t dropped_events() noexcept;
+
+// Blocks until every event recorded so far by this process has been written
+// to the store by the in-process collector (no-op under tc-profile or when
+// off). For tests and for orderly shutdown.
+void flush() noexcept;
+
+class ScopedRange {
+ public:
+  explicit ScopedRange(Site& site, int64_t arg = 0) noexcept : site_(enabled() ? &site : nullptr) {
+    if (site_) detail::begin(*site_, arg);
+  }
+  ~ScopedRange() {
+    if (site_) detail::end(*site_);
+  }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  Site* site_;
+};
+
+}  // namespace tc::trace
+
+#define TC_TRACE_CONCAT2(a, b) a##b
+#define TC_TRACE_CONCAT(a, b) TC_TRACE_CONCAT2(a, b)
+
+#if defined(TC_TRACE_ENABLED) && TC_TRACE_ENABLED
+#define TC_TRACE_SITE_(var, name_)                                                      \
+  static constinit ::tc::trace::Site var {                                              \
+    ::tc::trace::Location{name_, __FILE__, __func__, static_cast<uint32_t>(__LINE__)}, 0 \
+  }
+#define TC_TRACE_RANGE(name_)                                    \
+  TC_TRACE_SITE_(TC_TRACE_CONCAT(tc_trace_site_, __LINE__), name_); \
+  ::tc::trace::ScopedRange TC_TRACE_CONCAT(tc_trace_range_, __LINE__) { TC_TRACE_CONCAT(tc_trace_site_, __LINE__) }
+#define TC_TRACE_RANGE_ARG(name_, arg_)                                \
+  TC_TRACE_SITE_(TC_TRACE_CONCAT(tc_trace_site_, __LINE__), name_); \
+  ::tc::trace::ScopedRange TC_TRACE_CONCAT(tc_trace_range_, __LINE__) { TC_TRACE_CONCAT(tc_trace_site_, __LINE__), static_cast<int64_t>(arg_) }
+#define TC_TRACE_INSTANT(name_, arg_)                                                                   \
+  do {                                                                                                  \
+    TC_TRACE_SITE_(tc_trace_site_, name_);                                                              \
+    if (::tc::trace::enabled()) ::tc::trace::detail::instant(tc_trace_site_, static_cast<int64_t>(arg_)); \
+  } while (0)
+#define TC_TRACE_COUNTER(name_, value_)                                                                 \
+  do {                                                                                                  \
+    TC_TRACE_SITE_(tc_trace_site_, name_);                                                              \
+    if (::tc::trace::enabled()) ::tc::trace::detail::counter(tc_trace_site_, static_cast<double>(value_)); \
+  } while (0)
+#else
+#define TC_TRACE_RANGE(name_) \
+  do {                        \
+  } while (0)
+#define TC_TRACE_RANGE_ARG(name_, arg_) \
+  do {                                  \
+    (void)sizeof(arg_);                 \
+  } while (0)
+#define TC_TRACE_INSTANT(name_, arg_) \
+  do {                                \
+    (void)sizeof(arg_);               \
+  } while (0)
+#define TC_TRACE_COUNTER(name_, value_) \
+  do {                                  \
+    (void)sizeof(value_);               \
+  } while (0)
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tc needs that are missing (nothing when all are
+# there), then configures and builds tc into $1 (default: build) with any
+# extra CMake arguments that follow. Run as root on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  libsqlite3-dev sqlite3 libcli11-dev libgtest-dev libbenchmark-dev
+  libopenblas-dev libimgui-dev libglfw3-dev libstb-dev
+  xvfb xauth fortunes
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing Debian packages and not root; run as root or: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build=${1:-build}
+shift || true
+if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+ninja -C "$build"

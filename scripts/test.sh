@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Command 2: set up what is missing, then build and run the whole suite three
+# ways: recording compiled in, recording compiled out (TC_TRACE=OFF), and
+# under AddressSanitizer + UndefinedBehaviorSanitizer. GUI tests run under Xvfb.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+start=$(date +%s)
+
+run_suite() {  # dir, label
+  echo "== tests: $2"
+  xvfb-run -a ctest --test-dir "$1" --output-on-failure -j "$jobs" --timeout 600
+}
+
+scripts/setup.sh build
+run_suite build "recording on (TC_TRACE=ON)"
+
+scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF
+run_suite build-notrace "recording compiled out (TC_TRACE=OFF)"
+
+scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer"
+
+echo "== all three suites passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,369 @@
+// One row per op: forward against a double-precision reference, gradients
+// against central finite differences of that reference (in double), in lazy
+// and in eager mode. Adding an op is one more row in kRows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <tc/tc.h>
+
+#include "random.h"  // compiler/src: the counter-based RNG, for random ops' references
+#include "ref.h"
+
+namespace {
+
+using Arr = ref::Arr;
+using T = tc::Tensor;
+using Ts = std::vector<tc::Tensor>;
+using As = std::vector<Arr>;
+
+struct In {
+  tc::Shape shape;
+  tc::DType dtype = tc::f32;
+  double lo = -1, hi = 1;  // value range (i32/b8: integers in [lo, hi])
+};
+
+struct Row {
+  const char* name;
+  std::vector<In> ins;
+  std::function<T(const Ts&)> build;
+  std::function<Arr(const As&)> reference;
+  double fwd_tol = 1e-5;   // |got - want| <= tol * (1 + |want|)
+  double grad_tol = 2e-3;  // same, gradient vs finite differences; < 0: no gradient
+};
+
+Arr E(const Arr& a, double (*f)(double)) { return ref::map(a, [f](double x) { return f(x); }); }
+
+double gelu_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> r = {
+      {"add", {{{2, 3}}, {{3}}}, [](const Ts& x) { return x[0] + x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return p + q; }); }},
+      {"sub", {{{2, 1, 3}}, {{4, 1}}}, [](const Ts& x) { return x[0] - x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return p - q; }); }},
+      {"mul", {{{3, 4}}, {{3, 1}}}, [](const Ts& x) { return x[0] * x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return p * q; }); }},
+      {"div", {{{2, 3}}, {{2, 3}, tc::f32, 0.5, 2}}, [](const Ts& x) { return x[0] / x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return p / q; }); }},
+      {"scalar_ops", {{{2, 3}}}, [](const Ts& x) { return 1.0 - (x[0] * 2.5 + 1) / 4 * x[0]; },
+       [](const As& a) { return ref::map(a[0], [](double p) { return 1 - (p * 2.5 + 1) / 4 * p; }); }},
+      {"neg", {{{5}}}, [](const Ts& x) { return -x[0]; },
+       [](const As& a) { return ref::map(a[0], [](double p) { return -p; }); }},
+      {"pow_scalar", {{{2, 3}, tc::f32, 0.5, 2}}, [](const Ts& x) { return tc::pow(x[0], 3.0); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return p * p * p; }); }, 1e-5, 3e-3},
+      {"pow", {{{2, 3}, tc::f32, 0.5, 2}, {{3}, tc::f32, -1, 2}},
+       [](const Ts& x) { return tc::pow(x[0], x[1]); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return std::pow(p, q); }); }},
+      {"maximum", {{{3, 4}}, {{4}}}, [](const Ts& x) { return tc::maximum(x[0], x[1]); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return std::max(p, q); }); }},
+      {"minimum", {{{3, 4}}, {{3, 4}}}, [](const Ts& x) { return tc::minimum(x[0], x[1]); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return std::min(p, q); }); }},
+      {"relu", {{{4, 5}}}, [](const Ts& x) { return tc::relu(x[0]); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return p > 0 ? p : 0; }); }},
+      {"gelu", {{{4, 5}, tc::f32, -3, 3}}, [](const Ts& x) { return tc::gelu(x[0]); },
+       [](const As& a) { return E(a[0], gelu_ref); }},
+      {"tanh", {{{4, 5}, tc::f32, -2, 2}}, [](const Ts& x) { return tc::tanh(x[0]); },
+       [](const As& a) { return E(a[0], std::tanh); }},
+      {"sigmoid", {{{4, 5}, tc::f32, -4, 4}}, [](const Ts& x) { return tc::sigmoid(x[0]); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return 1 / (1 + std::exp(-p)); }); }},
+      {"exp", {{{4, 5}, tc::f32, -2, 2}}, [](const Ts& x) { return tc::exp(x[0]); },
+       [](const As& a) { return E(a[0], std::exp); }},
+      {"log", {{{4, 5}, tc::f32, 0.5, 3}}, [](const Ts& x) { return tc::log(x[0]); },
+       [](const As& a) { return E(a[0], std::log); }},
+      {"sqrt", {{{4, 5}, tc::f32, 0.5, 3}}, [](const Ts& x) { return tc::sqrt(x[0]); },
+       [](const As& a) { return E(a[0], std::sqrt); }},
+      {"rsqrt", {{{4, 5}, tc::f32, 0.5, 3}}, [](const Ts& x) { return tc::rsqrt(x[0]); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return 1 / std::sqrt(p); }); }},
+      {"abs", {{{4, 5}}}, [](const Ts& x) { return tc::abs(x[0]); },
+       [](const As& a) { return E(a[0], std::fabs); }},
+      {"square", {{{4, 5}}}, [](const Ts& x) { return tc::square(x[0]); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return p * p; }); }},
+      {"lt", {{{3, 4}}, {{4}}}, [](const Ts& x) { return x[0] < x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return double(p < q); }); }, 0, -1},
+      {"ge", {{{3, 4}}, {{3, 1}}}, [](const Ts& x) { return x[0] >= x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return double(p >= q); }); }, 0, -1},
+      {"gt", {{{3, 4}}, {{4}}}, [](const Ts& x) { return x[0] > x[1]; },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return double(p > q); }); }, 0, -1},
+      {"le_scalar", {{{3, 4}}}, [](const Ts& x) { return x[0] <= 0.25; },
+       [](const As& a) { return ref::map(a[0], [](double p) { return double(p <= 0.25f); }); }, 0, -1},
+      {"eq_i32", {{{6}, tc::i32, 0, 2}, {{6}, tc::i32, 0, 2}}, [](const Ts& x) { return tc::eq(x[0], x[1]); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return double(p == q); }); }, 0, -1},
+      {"ne_i32", {{{6}, tc::i32, 0, 2}, {{6}, tc::i32, 0, 2}}, [](const Ts& x) { return tc::ne(x[0], x[1]); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double q) { return double(p != q); }); }, 0, -1},
+      {"logical_not", {{{7}, tc::b8, 0, 1}}, [](const Ts& x) { return tc::logical_not(x[0]); },
+       [](const As& a) { return ref::map(a[0], [](double p) { return double(p == 0); }); }, 0, -1},
+      {"where", {{{3, 4}, tc::b8, 0, 1}, {{3, 4}}, {{4}}},
+       [](const Ts& x) { return tc::where(x[0], x[1], x[2]); },
+       [](const As& a) { return ref::zip3(a[0], a[1], a[2], [](double c, double p, double q) { return c ? p : q; }); }},
+      {"masked_fill", {{{3, 4}}, {{1, 4}, tc::b8, 0, 1}},
+       [](const Ts& x) { return tc::masked_fill(x[0], x[1], -7.0); },
+       [](const As& a) { return ref::zip(a[0], a[1], [](double p, double m) { return m ? -7.0 : p; }); }},
+      {"sum_axis_keepdim", {{{2, 3, 4}}}, [](const Ts& x) { return tc::sum(x[0], {1}, true); },
+       [](const As& a) { return ref::reduce(a[0], {1}, true, false); }},
+      {"sum_all", {{{2, 3, 4}}}, [](const Ts& x) { return tc::sum(x[0]); },
+       [](const As& a) { return ref::reduce(a[0], {}, false, false); }},
+      {"sum_i32", {{{2, 3}, tc::i32, -5, 5}}, [](const Ts& x) { return tc::sum(x[0], {0}); },
+       [](const As& a) { return ref::reduce(a[0], {0}, false, false); }, 0, -1},
+      {"mean_axes", {{{2, 3, 4}}}, [](const Ts& x) { return tc::mean(x[0], {0, -1}); },
+       [](const As& a) {
+         Arr s = ref::reduce(a[0], {0, 2}, false, false);
+         return ref::map(s, [](double p) { return p / 8; });
+       }},
+      {"max_axis", {{{3, 5}}}, [](const Ts& x) { return tc::max(x[0], {-1}); },
+       [](const As& a) { return ref::reduce(a[0], {1}, false, true); }},
+      {"max_all_keepdim", {{{3, 5}}}, [](const Ts& x) { return tc::max(x[0], {}, true); },
+       [](const As& a) { return ref::reduce(a[0], {}, true, true); }},
+      {"softmax", {{{3, 5}, tc::f32, -3, 3}}, [](const Ts& x) { return tc::softmax(x[0]); },
+       [](const As& a) { return ref::softmax(a[0], false); }},
+      {"log_softmax", {{{2, 2, 5}, tc::f32, -3, 3}}, [](const Ts& x) { return tc::log_softmax(x[0], -1); },
+       [](const As& a) { return ref::softmax(a[0], true); }},
+      {"matmul_2d", {{{3, 4}}, {{4, 5}}}, [](const Ts& x) { return tc::matmul(x[0], x[1]); },
+       [](const As& a) { return ref::matmul(a[0], a[1]); }},
+      {"matmul_batched", {{{2, 3, 4}}, {{2, 4, 2}}}, [](const Ts& x) { return tc::matmul(x[0], x[1]); },
+       [](const As& a) { return ref::matmul(a[0], a[1]); }},
+      {"matmul_broadcast", {{{2, 3, 4}}, {{4, 5}}}, [](const Ts& x) { return tc::matmul(x[0], x[1]); },
+       [](const As& a) { return ref::matmul(a[0], a[1]); }},
+      {"reshape", {{{2, 6}}}, [](const Ts& x) { return x[0].reshape({3, -1}) * x[0].reshape({3, 4}); },
+       [](const As& a) {
+         Arr o = ref::map(a[0], [](double p) { return p * p; });
+         o.s = {3, 4};
+         return o;
+       }},
+      {"unsqueeze", {{{3}}}, [](const Ts& x) { return tc::unsqueeze(x[0], 0) * 2.0; },
+       [](const As& a) {
+         Arr o = ref::map(a[0], [](double p) { return 2 * p; });
+         o.s = {1, 3};
+         return o;
+       }},
+      {"transpose", {{{2, 3, 4}}}, [](const Ts& x) { return tc::transpose(x[0], 0, 2); },
+       [](const As& a) { return ref::permute(a[0], {2, 1, 0}); }},
+      {"permute", {{{2, 3, 4}}}, [](const Ts& x) { return tc::permute(x[0], {1, 2, 0}); },
+       [](const As& a) { return ref::permute(a[0], {1, 2, 0}); }},
+      {"broadcast_to", {{{3, 1}}}, [](const Ts& x) { return tc::broadcast_to(x[0], {2, 3, 4}); },
+       [](const As& a) { return ref::zip(a[0], Arr{{2, 3, 4}, std::vector<double>(24, 0)},
+                                         [](double p, double) { return p; }); }},
+      {"slice", {{{4, 5}}}, [](const Ts& x) { return tc::slice(x[0], 1, 1, 4); },
+       [](const As& a) {
+         Arr o{{4, 3}, {}};
+         for (int i = 0; i < 4; ++i)
+           for (int j = 1; j < 4; ++j) o.v.push_back(a[0].v[i * 5 + j]);
+         return o;
+       }},
+      {"concat", {{{2, 3}}, {{2, 2}}}, [](const Ts& x) { return tc::concat({x[0], x[1]}, 1); },
+       [](const As& a) {
+         Arr o{{2, 5}, {}};
+         for (int i = 0; i < 2; ++i) {
+           for (int j = 0; j < 3; ++j) o.v.push_back(a[0].v[i * 3 + j]);
+           for (int j = 0; j < 2; ++j) o.v.push_back(a[1].v[i * 2 + j]);
+         }
+         return o;
+       }},
+      {"gather_axis1", {{{2, 4, 3}}, {{5}, tc::i32, 0, 3}},
+       [](const Ts& x) { return tc::gather(x[0], x[1], 1); },
+       [](const As& a) {
+         Arr o{{2, 5, 3}, {}};
+         for (int i = 0; i < 2; ++i)
+           for (int j = 0; j < 5; ++j)
+             for (int k = 0; k < 3; ++k) o.v.push_back(a[0].v[(i * 4 + int(a[1].v[j])) * 3 + k]);
+         return o;
+       }},
+      {"embedding", {{{5, 3}}, {{2, 3}, tc::i32, 0, 4}},
+       [](const Ts& x) { return tc::embedding(x[0], x[1]); },
+       [](const As& a) {
+         Arr o{{2, 3, 3}, {}};
+         for (double id : a[1].v)
+           for (int k = 0; k < 3; ++k) o.v.push_back(a[0].v[int(id) * 3 + k]);
+         return o;
+       }},
+      {"one_hot", {{{4}, tc::i32, -1, 3}}, [](const Ts& x) { return tc::one_hot(x[0], 3); },
+       [](const As& a) {
+         Arr o{{4, 3}, {}};
+         for (double id : a[0].v)
+           for (int k = 0; k < 3; ++k) o.v.push_back(int(id) == k);
+         return o;
+       }, 0, -1},
+      {"cast_f32_i32", {{{6}, tc::f32, -3, 3}}, [](const Ts& x) { return tc::cast(x[0], tc::i32); },
+       [](const As& a) { return E(a[0], std::trunc); }, 0, -1},
+      {"cast_i32_f32", {{{6}, tc::i32, -3, 3}}, [](const Ts& x) { return tc::cast(x[0], tc::f32) * 0.5; },
+       [](const As& a) { return ref::map(a[0], [](double p) { return p * 0.5; }); }, 1e-6, -1},
+      {"dropout", {{{4, 8}}}, [](const Ts& x) { return tc::dropout(x[0], 0.25, 42); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (std::size_t i = 0; i < o.v.size(); ++i)
+           o.v[i] = tc::detail::uniform01(42, i) >= 0.25 ? o.v[i] / 0.75 : 0.0;
+         return o;
+       }},
+      {"randn_plus", {{{3, 4}}}, [](const Ts& x) { return x[0] + tc::randn({3, 4}, 7); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (std::size_t i = 0; i < o.v.size(); ++i) o.v[i] += tc::detail::normal01(7, i);
+         return o;
+       }},
+      {"arange_full", {{{4}}}, [](const Ts& x) { return x[0] * tc::arange(4) + tc::full({4}, 0.5) - tc::ones({4}) + tc::zeros({1}); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (std::size_t i = 0; i < o.v.size(); ++i) o.v[i] = o.v[i] * double(i) - 0.5;
+         return o;
+       }},
+      {"rand_times", {{{2, 5}}}, [](const Ts& x) { return x[0] * tc::rand({2, 5}, 3); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (std::size_t i = 0; i < o.v.size(); ++i) o.v[i] *= tc::detail::uniform01(3, i);
+         return o;
+       }},
+      {"arange_range_i32", {{{3}, tc::i32, -2, 2}},
+       [](const Ts& x) { return x[0] + tc::arange(2.0, 8.0, 2.0, tc::i32); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (std::size_t i = 0; i < o.v.size(); ++i) o.v[i] += 2.0 + 2.0 * double(i);
+         return o;
+       }, 0, -1},
+      {"softmax_axis0", {{{4, 3}, tc::f32, -3, 3}}, [](const Ts& x) { return tc::softmax(x[0], 0); },
+       [](const As& a) { return ref::permute(ref::softmax(ref::permute(a[0], {1, 0}), false), {1, 0}); }},
+      {"cross_entropy_mask", {{{2, 3, 4}, tc::f32, -2, 2}, {{2, 3}, tc::i32, 0, 3}, {{2, 3}, tc::b8, 0, 1}},
+       [](const Ts& x) { return tc::nn::cross_entropy(x[0], x[1], x[2]); },
+       [](const As& a) {
+         Arr l = ref::softmax(a[0], true);
+         double s = 0, n = 0;
+         for (int i = 0; i < 6; ++i)
+           if (a[2].v[i]) s -= l.v[i * 4 + int(a[1].v[i])], n += 1;
+         return Arr{{}, {s / std::max(n, 1.0)}};
+       }},
+      {"mse_loss", {{{3, 4}}, {{3, 4}}}, [](const Ts& x) { return tc::nn::mse_loss(x[0], x[1]); },
+       [](const As& a) {
+         double s = 0;
+         for (std::size_t i = 0; i < a[0].v.size(); ++i) s += std::pow(a[0].v[i] - a[1].v[i], 2);
+         return Arr{{}, {s / 12}};
+       }},
+      {"cross_entropy_ignore", {{{4, 5}, tc::f32, -2, 2}, {{4}, tc::i32, -1, 4}},
+       [](const Ts& x) { return tc::nn::cross_entropy(x[0], x[1], -1); },
+       [](const As& a) {
+         Arr l = ref::softmax(a[0], true);
+         double s = 0, n = 0;
+         for (int i = 0; i < 4; ++i)
+           if (a[1].v[i] >= 0) s -= l.v[i * 5 + int(a[1].v[i])], n += 1;
+         return Arr{{}, {s / std::max(n, 1.0)}};
+       }},
+      {"layer_norm", {{{3, 6}}}, [](const Ts& x) { return tc::nn::LayerNorm(6).forward(x[0], tc::SourceLocation::current()); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (int r = 0; r < 3; ++r) {
+           double m = 0, v = 0;
+           for (int c = 0; c < 6; ++c) m += a[0].v[r * 6 + c] / 6;
+           for (int c = 0; c < 6; ++c) v += std::pow(a[0].v[r * 6 + c] - m, 2) / 6;
+           for (int c = 0; c < 6; ++c) o.v[r * 6 + c] = (a[0].v[r * 6 + c] - m) / std::sqrt(v + 1e-5);
+         }
+         return o;
+       }, 1e-4, 5e-3},
+  };
+  return r;
+}
+
+// Inputs drawn from a seeded generator: f32 uniform in [lo, hi], integers in [lo, hi].
+std::vector<Arr> make_inputs(const Row& row, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<Arr> out;
+  for (const In& in : row.ins) {
+    Arr a{in.shape, {}};
+    for (int64_t i = 0; i < ref::numel(in.shape); ++i) {
+      if (in.dtype == tc::f32) {
+        // Round through float so the reference sees exactly what tc sees.
+        a.v.push_back(static_cast<float>(std::uniform_real_distribution<double>(in.lo, in.hi)(gen)));
+      } else {
+        a.v.push_back(static_cast<double>(std::uniform_int_distribution<int>(int(in.lo), int(in.hi))(gen)));
+      }
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+Ts to_tensors(const Row& row, const std::vector<Arr>& xs) {
+  Ts out;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    const In& in = row.ins[k];
+    if (in.dtype == tc::f32) {
+      std::vector<float> v(xs[k].v.begin(), xs[k].v.end());
+      out.push_back(tc::from_host(v, in.shape));
+    } else {
+      std::vector<int32_t> v(xs[k].v.begin(), xs[k].v.end());
+      T t = tc::from_host(v, in.shape);
+      out.push_back(in.dtype == tc::b8 ? tc::cast(t, tc::b8) : t);
+    }
+  }
+  return out;
+}
+
+double weighted(const Arr& out, const std::vector<double>& w) {
+  double s = 0;
+  for (std::size_t i = 0; i < out.v.size(); ++i) s += out.v[i] * w[i];
+  return s;
+}
+
+class OpTable : public ::testing::TestWithParam<std::tuple<std::size_t, bool>> {};
+
+TEST_P(OpTable, ForwardAndGradient) {
+  const auto [index, eager_mode] = GetParam();
+  const Row& row = rows()[index];
+  SCOPED_TRACE(row.name);
+  struct EagerGuard {
+    explicit EagerGuard(bool on) { tc::set_eager(on); }
+    ~EagerGuard() { tc::set_eager(false); }
+  } guard(eager_mode);
+  auto xs = make_inputs(row, 1234 + index);
+  Arr want = row.reference(xs);
+
+  Ts ts = to_tensors(row, xs);
+  T out = row.build(ts);
+  ASSERT_EQ(out.shape(), want.s);
+  std::vector<float> got = out.to_host();
+  ASSERT_EQ(got.size(), want.v.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_LE(std::fabs(got[i] - want.v[i]), row.fwd_tol * (1 + std::fabs(want.v[i])))
+        << "forward element " << i << ": got " << got[i] << " want " << want.v[i];
+
+  if (row.grad_tol >= 0) {
+    // L = sum(out * w) for fixed random w; dL/dx from tc vs central differences of the reference.
+    std::mt19937_64 gen(99 + index);
+    std::vector<double> w(want.v.size());
+    for (auto& x : w) x = std::uniform_real_distribution<double>(-1, 1)(gen);
+    std::vector<float> wf(w.begin(), w.end());
+    Ts fresh = to_tensors(row, xs);
+    T loss = tc::sum(row.build(fresh) * tc::from_host(wf, want.s));
+    Ts params;
+    std::vector<std::size_t> which;
+    for (std::size_t k = 0; k < fresh.size(); ++k)
+      if (row.ins[k].dtype == tc::f32) params.push_back(fresh[k]), which.push_back(k);
+    Ts grads = tc::grad(loss, params);
+    tc::mark_step();
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      std::vector<float> g = grads[p].to_host();
+      std::size_t k = which[p];
+      ASSERT_EQ(g.size(), xs[k].v.size());
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        const double h = 1e-6;
+        auto plus = xs, minus = xs;
+        plus[k].v[i] += h;
+        minus[k].v[i] -= h;
+        double fd = (weighted(row.reference(plus), w) - weighted(row.reference(minus), w)) / (2 * h);
+        EXPECT_LE(std::fabs(g[i] - fd), row.grad_tol * (1 + std::fabs(fd)))
+            << "d/d input " << k << " element " << i << ": got " << g[i] << " want " << fd;
+      }
+    }
+  }
+}
+
+std::string row_name(const ::testing::TestParamInfo<std::tuple<std::size_t, bool>>& info) {
+  return std::string(rows()[std::get<0>(info.param)].name) + (std::get<1>(info.param) ? "_eager" : "_lazy");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTable,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, rows().size()),
+                                            ::testing::Bool()),
+                         row_name);
+
+}  // namespace

@@ -1,0 +1,226 @@
+#include "tc/store/reader.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "store_test_util.h"
+#include "tc/store/writer.h"
+
+namespace tc::store {
+namespace {
+
+using testing::exists;
+using testing::expect_one_line_naming;
+using testing::read_bytes;
+using testing::ScratchDir;
+using testing::snapshot;
+using testing::write_bytes;
+
+void write_sqlite_file(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+void patch(const std::string& path, size_t offset, const std::string& bytes) {
+  std::string all = read_bytes(path);
+  ASSERT_LE(offset + bytes.size(), all.size());
+  all.replace(offset, bytes.size(), bytes);
+  write_bytes(path, all);
+}
+
+struct BadFile {
+  const char* name;
+  std::function<void(const std::string& path)> make;  // nothing: the path does not exist
+  StatusCode code;
+  const char* says;  // part of the message
+};
+
+const BadFile kBadFiles[] = {
+    {"missing", nullptr, StatusCode::kNotFound, "no such file"},
+    {"directory", [](const std::string& p) { std::filesystem::create_directory(p); }, StatusCode::kNotAStore,
+     "a directory"},
+    {"empty", [](const std::string& p) { write_bytes(p, ""); }, StatusCode::kNotAStore, "an empty file"},
+    {"text", [](const std::string& p) { write_bytes(p, "hello\n"); }, StatusCode::kNotAStore, "not an SQLite"},
+    {"random",
+     [](const std::string& p) {
+       std::mt19937 gen(7);
+       std::string bytes(65536, '\0');
+       for (char& c : bytes) c = static_cast<char>(gen());
+       write_bytes(p, bytes);
+     },
+     StatusCode::kNotAStore, "not an SQLite"},
+    {"other_sqlite", [](const std::string& p) { write_sqlite_file(p, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"); },
+     StatusCode::kNotAStore, "application_id 0x00000000"},
+    {"truncated_header",
+     [](const std::string& p) {
+       testing::write_sample_store(p);
+       write_bytes(p, read_bytes(p).substr(0, 50));
+     },
+     StatusCode::kCorrupt, "truncated"},
+    {"truncated",
+     [](const std::string& p) {
+       testing::write_sample_store(p, 20000);
+       std::string all = read_bytes(p);
+       write_bytes(p, all.substr(0, all.size() / 2));
+     },
+     StatusCode::kCorrupt, "truncated"},
+    {"damaged_schema_page",
+     [](const std::string& p) {
+       testing::write_sample_store(p);
+       patch(p, 100, std::string(400, '\xa5'));
+     },
+     StatusCode::kCorrupt, "damaged"},
+    {"newer_version",
+     [](const std::string& p) {
+       testing::write_sample_store(p);
+       patch(p, 60, std::string("\0\0\0\2", 4));  // user_version = 2
+     },
+     StatusCode::kNewerVersion, "written by tc schema v2; this tc reads up to v1; upgrade tc"},
+};
+
+TEST(store_reader, RefusesBadFilesWithOneLineAndWritesNothing) {
+  for (const BadFile& bad : kBadFiles) {
+    SCOPED_TRACE(bad.name);
+    ScratchDir dir;
+    const std::string path = dir.path(std::string(bad.name) + ".tcdb");
+    if (bad.make) bad.make(path);
+    const testing::Snapshot before = snapshot(path);
+
+    auto r = Reader::open(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), bad.code) << status_code_name(r.status().code()) << ": " << r.status().message();
+    expect_one_line_naming(r.status(), path);
+    EXPECT_NE(r.status().message().find(bad.says), std::string::npos) << r.status().message();
+
+    EXPECT_TRUE(snapshot(path) == before) << "the reader changed the file";
+    for (const char* side : {"-wal", "-shm", "-journal"}) EXPECT_FALSE(exists(path + side)) << side;
+  }
+}
+
+TEST(store_reader, ReadingAFinalizedStoreWritesNothing) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  testing::write_sample_store(path);
+  const testing::Snapshot before = snapshot(path);
+  {
+    auto r = Reader::open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r->scalar_i64("SELECT sum(dur) FROM ranges"), 1000 * 1001 / 2);
+  }
+  EXPECT_TRUE(snapshot(path) == before);
+  for (const char* side : {"-wal", "-shm", "-journal"}) EXPECT_FALSE(exists(path + side)) << side;
+}
+
+// A writer killed mid-run leaves the store with its -wal file: what it
+// committed is readable, and reading changes neither file.
+void write_and_die(const std::string& path, int committed_rows) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto w = Writer::create(path);
+    if (!w.ok()) ::_exit(1);
+    auto row = (*w)->row(schema::ranges);
+    for (int i = 0; i < committed_rows; ++i) (void)row.null().i64(1).i64(i).i64(1).i64(0).i64(1).i64(0).insert();
+    if (!(*w)->commit().ok()) ::_exit(2);
+    for (int i = 0; i < 10; ++i) (void)row.null().i64(1).i64(i).i64(1).i64(0).i64(1).i64(0).insert();
+    ::_exit(0);  // no destructor, no finalize: as if killed
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+}
+
+TEST(store_reader, ReadsTheStoreOfAKilledWriter) {
+  for (int rows : {1000, 0}) {
+    SCOPED_TRACE(rows);
+    ScratchDir dir;
+    const std::string path = dir.path("run.tcdb");
+    write_and_die(path, rows);
+    ASSERT_TRUE(exists(path + "-wal"));
+    const testing::Snapshot before = snapshot(path), wal_before = snapshot(path + "-wal");
+    {
+      auto r = Reader::open(path);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_EQ(r->schema_version(), kSchemaVersion);
+      EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM ranges"), rows);
+    }
+    EXPECT_TRUE(snapshot(path) == before) << "the reader changed the store";
+    EXPECT_TRUE(snapshot(path + "-wal") == wal_before) << "the reader changed the -wal file";
+  }
+}
+
+TEST(store_reader, UnreadableWalIsOneLineError) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  write_and_die(path, 1000);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+  std::filesystem::create_directory(path + "-wal");  // stands in for a -wal file SQLite cannot open
+  auto r = Reader::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError) << r.status().message();
+  expect_one_line_naming(r.status(), path);
+  EXPECT_NE(r.status().message().find(path + "-wal"), std::string::npos) << r.status().message();
+  std::printf("  message: %s\n", r.status().message().c_str());
+}
+
+TEST(store_reader, QueryErrorsAreStatusesNotCrashes) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  testing::write_sample_store(path, 3);
+  auto opened = Reader::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Reader r = std::move(opened).value();  // movable
+
+  auto bad = r.query("SELECT nope FROM nowhere");
+  EXPECT_FALSE(bad.next());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  expect_one_line_naming(bad.status(), path);
+  EXPECT_NE(bad.status().message().find("no such table: nowhere"), std::string::npos) << bad.status().message();
+
+  auto write = r.query("DELETE FROM ranges");
+  EXPECT_FALSE(write.next());
+  EXPECT_EQ(write.status().code(), StatusCode::kInvalidArgument) << write.status().message();
+  EXPECT_FALSE(r.query("PRAGMA user_version = 2").next());
+  EXPECT_EQ(*r.scalar_i64("SELECT count(*) FROM ranges"), 3);
+  EXPECT_EQ(*r.scalar_i64("PRAGMA user_version"), 1);
+
+  auto two = r.query("SELECT 1; SELECT 2");
+  EXPECT_FALSE(two.next());
+  EXPECT_EQ(two.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.query("SELECT 1; garbage").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*r.scalar_i64("SELECT 5; -- a trailing comment is fine\n"), 5);
+  EXPECT_EQ(r.query("  ").status().code(), StatusCode::kInvalidArgument);
+  auto attach = r.query("ATTACH '" + dir.path("other.db") + "' AS other");  // queries see this store only
+  EXPECT_FALSE(attach.next());
+  EXPECT_EQ(attach.status().code(), StatusCode::kInvalidArgument) << attach.status().message();
+  EXPECT_FALSE(exists(dir.path("other.db")));
+
+  EXPECT_EQ(r.scalar_i64("SELECT id FROM ranges WHERE id < 0").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(r.scalar_i64("SELECT NULL").ok());
+
+  auto q = r.query("SELECT id AS n, dur * 0.5 AS half, 'x' || id AS label, NULL AS missing FROM ranges ORDER BY id");
+  ASSERT_EQ(q.columns(), 4) << q.status().message();
+  EXPECT_EQ(q.column_name(2), "label");
+  ASSERT_TRUE(q.next());
+  EXPECT_EQ(q.i64(0), 1);
+  EXPECT_EQ(q.f64(1), 0.5);
+  EXPECT_EQ(q.text(2), "x1");
+  EXPECT_TRUE(q.is_null(3));
+  EXPECT_EQ(q.text(3), "");
+  Query moved = std::move(q);
+  ASSERT_TRUE(moved.next());
+  EXPECT_EQ(moved.i64(0), 2);
+}
+
+}  // namespace
+}  // namespace tc::store

@@ -1,0 +1,183 @@
+// The recording rings without a collector: this test plays the consumer and
+// reads slots the way profiler/collect does.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tc/trace/region.h"
+#include "tc/trace/trace.h"
+
+namespace tr = tc::trace;
+
+namespace {
+
+struct Read {
+  tr::SlotKind kind;
+  uint32_t loc;
+  int64_t value, arg;
+  uint64_t ts;
+  std::string payload;
+};
+
+// Consumes every published slot of ring `r`, as the collector would.
+std::vector<Read> consume(tr::Region& region, uint32_t r) {
+  std::vector<Read> out;
+  tr::RingHeader& h = region.ring(r);
+  uint64_t mask = region.header().ring_capacity - 1;
+  uint64_t from = h.read.load(), to = h.write.load(std::memory_order_acquire);
+  const tr::Slot* slots = region.slots(r);
+  for (uint64_t i = from; i < to;) {
+    const tr::Slot& s = slots[i & mask];
+    Read e{static_cast<tr::SlotKind>(s.kind), s.loc, s.value, s.arg, s.ts, {}};
+    for (uint32_t k = 0; k < s.extra; ++k) e.payload.append(reinterpret_cast<const char*>(&slots[(i + 1 + k) & mask]), sizeof(tr::Slot));
+    if (s.extra) e.payload.resize(static_cast<size_t>(s.arg));
+    out.push_back(std::move(e));
+    i += 1 + s.extra;
+  }
+  h.read.store(to, std::memory_order_release);
+  return out;
+}
+
+class RingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!tr::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  }
+  void TearDown() override { tr::detail::deactivate(); }
+  // Regions stay mapped for the life of the process (threads may hold them).
+  tr::Region& make(uint32_t rings, uint64_t capacity) {
+    std::string err;
+    auto r = tr::Region::create_private(rings, capacity, &err);
+    EXPECT_TRUE(r) << err;
+    tr::Region* raw = r.release();
+    tr::detail::activate(raw);
+    return *raw;
+  }
+};
+
+TEST_F(RingTest, OffMeansNothingIsWritten) {
+  tr::Region& region = make(2, 64);
+  tr::detail::deactivate();
+  TC_TRACE_INSTANT("ring.off", 1);
+  EXPECT_EQ(region.ring(0).write.load(), 0u);
+  EXPECT_EQ(region.ring(0).state.load(), static_cast<uint32_t>(tr::RingState::kFree));
+}
+
+TEST_F(RingTest, EventsArriveInOrderWithTheirSiteDefinedFirst) {
+  tr::Region& region = make(2, 1024);
+  std::thread([&] {
+    for (int i = 0; i < 10; ++i) {
+      TC_TRACE_RANGE_ARG("ring.range", i);
+      TC_TRACE_COUNTER("ring.counter", i * 0.5);
+    }
+  }).join();
+  std::vector<Read> got = consume(region, 0);
+  // location defs (range site, counter site) come before their first use.
+  ASSERT_GE(got.size(), 2u + 30u);
+  uint32_t range_loc = 0, counter_loc = 0;
+  int ranges = 0, counters = 0;
+  uint64_t last_ts = 0;
+  for (const Read& e : got) {
+    if (e.kind == tr::SlotKind::kLocationDef) {
+      std::string name = e.payload.substr(0, e.payload.find('\0'));
+      (name == "ring.range" ? range_loc : counter_loc) = e.loc;
+      EXPECT_NE(e.payload.find("ring_test.cpp"), std::string::npos);
+      continue;
+    }
+    EXPECT_GE(e.ts, last_ts);
+    last_ts = e.ts;
+    if (e.kind == tr::SlotKind::kBegin) {
+      EXPECT_EQ(e.loc, range_loc);
+      EXPECT_EQ(e.arg, ranges);
+    } else if (e.kind == tr::SlotKind::kEnd) {
+      EXPECT_EQ(e.loc, range_loc);
+      ++ranges;
+    } else if (e.kind == tr::SlotKind::kCounter) {
+      EXPECT_EQ(e.loc, counter_loc);
+      double v;
+      std::memcpy(&v, &e.value, sizeof v);
+      EXPECT_EQ(v, counters * 0.5);
+      ++counters;
+    }
+  }
+  EXPECT_NE(range_loc, 0u);
+  EXPECT_NE(counter_loc, 0u);
+  EXPECT_EQ(ranges, 10);
+  EXPECT_EQ(counters, 10);
+  // The thread exited: its ring is retired, for the collector to free.
+  EXPECT_EQ(region.ring(0).state.load(), static_cast<uint32_t>(tr::RingState::kRetired));
+}
+
+TEST_F(RingTest, StringsSurviveWrappingAroundTheRing) {
+  tr::Region& region = make(1, 64);
+  std::string long_name(700, 'x');  // 22 payload slots
+  for (size_t i = 0; i < long_name.size(); ++i) long_name[i] = static_cast<char>('a' + i % 26);
+  std::thread([&] {
+    for (int round = 0; round < 20; ++round) {
+      std::string text = long_name + std::to_string(round);
+      uint32_t id = tr::intern(text);
+      EXPECT_NE(id, 0u);
+      std::vector<Read> got = consume(region, 0);  // the same thread consumes: no collector needed
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].kind, tr::SlotKind::kStringDef);
+      EXPECT_EQ(got[0].loc, id);
+      EXPECT_EQ(got[0].payload, text);
+    }
+    EXPECT_EQ(tr::intern(long_name + "0"), tr::intern(long_name + "0")) << "interning twice gives one id";
+  }).join();
+}
+
+TEST_F(RingTest, AFullRingWaitsThenCountsWhatItDrops) {
+  tr::Region& region = make(1, 64);
+  uint64_t before = tr::dropped_events();
+  std::thread([&] {
+    for (int i = 0; i < 200; ++i) TC_TRACE_INSTANT("ring.full", i);  // nobody consumes
+  }).join();
+  // The ring is full: the site's definition and as many instants as fit.
+  EXPECT_EQ(region.ring(0).write.load(), 64u);
+  int kept = 0;
+  for (const Read& e : consume(region, 0)) kept += e.kind == tr::SlotKind::kInstant;
+  uint64_t dropped = region.ring(0).dropped.load();
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(kept + dropped, 200u) << "every event is either in the ring or counted as dropped";
+  EXPECT_EQ(tr::dropped_events() - before, dropped);
+}
+
+TEST_F(RingTest, ThreadsBeyondTheRingsAreCountedAsDropped) {
+  tr::Region& region = make(1, 64);
+  std::thread([&] { TC_TRACE_INSTANT("ring.first", 1); }).join();  // takes the only ring, which stays retired
+  std::thread([&] {
+    for (int i = 0; i < 2; ++i) TC_TRACE_INSTANT("ring.second", i);
+  }).join();
+  // Both events, and the definition of their site, found no ring.
+  EXPECT_EQ(region.header().dropped_no_ring.load(), 3u);
+}
+
+TEST(RegionTest, AttachRejectsSomethingElse) {
+  std::string err;
+  int fd = memfd_create("not-rings", 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  EXPECT_EQ(tr::Region::attach(fd, &err), nullptr);
+  EXPECT_NE(err.find("tc-profile"), std::string::npos) << err;
+  close(fd);
+}
+
+TEST(RegionTest, SharedRegionIsSeenThroughAnotherMapping) {
+  std::string err;
+  auto a = tr::Region::create_shared(2, 128, &err);
+  ASSERT_TRUE(a) << err;
+  auto b = tr::Region::attach(a->fd(), &err);
+  ASSERT_TRUE(b) << err;
+  a->ring(1).write.store(7);
+  EXPECT_EQ(b->ring(1).write.load(), 7u);
+  EXPECT_EQ(b->header().ring_capacity, 128u);
+}
+
+}  // namespace
