@@ -1,8 +1,10 @@
 // The compiler's only seam to the recording layer (profiler/trace).
 //
-// Every event the compiler emits goes through these functions. They are
-// no-ops today except for the test observer; the lead wires them to tc::trace.
-// They receive everything the events need (call sites, sizes, durations).
+// Every event the compiler emits goes through these functions; they turn it
+// into tc::trace records (store tables steps, explicit_evaluations,
+// executions, out_of_memory; counter memory.live_bytes). Each costs one
+// branch when recording is off. start is a ticks() value taken when the
+// thing began; the end is read inside.
 #pragma once
 
 #include <array>
@@ -17,14 +19,19 @@ enum class EvalKind : uint8_t { item, to_host, print };
 const char* eval_kind_name(EvalKind k);
 enum class ExecTrigger : uint8_t { mark_step, explicit_eval, eager_op };
 
-void on_mark_step(int64_t step, const std::source_location& where);
+// The recording clock (tc::trace::now()), for the start arguments below.
+uint64_t ticks();
+
+void on_mark_step(int64_t step, const std::source_location& where, uint64_t start);
 // A pending tensor forced an evaluation: the call site, what kind, how many
 // nodes ran and how long (steady_clock ns) the cut + execution took.
 void on_explicit_evaluation(EvalKind kind, const std::source_location& where, int64_t nodes,
-                            int64_t dur_ns);
-// A cut graph ran (any trigger).
-void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns);
-void on_alloc(int64_t bytes, Category c, int64_t live);
+                            int64_t dur_ns, uint64_t start, int64_t graph_id);
+// A cut graph ran (any trigger); graph_id 0 for the eager executor.
+void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns, uint64_t start, int64_t graph_id);
+// Live bytes go to the counter memory.live_bytes, the capacity (when it
+// changes) to memory.capacity_bytes.
+void on_alloc(int64_t bytes, Category c, int64_t live, int64_t capacity);
 void on_free(int64_t bytes, Category c, int64_t live);
 void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
                       const std::array<int64_t, kCategoryCount>& live_by_category);

@@ -112,9 +112,10 @@ Graph cut(const std::vector<Node*>& outputs) {
 void run_graph(const Graph& g, Trigger trigger) {
   if (g.nodes.empty()) return;
   int64_t t0 = now_ns();
+  uint64_t start = events::ticks();
   execute_eager(g);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger),
-                            static_cast<int64_t>(g.nodes.size()), now_ns() - t0);
+                            static_cast<int64_t>(g.nodes.size()), now_ns() - t0, start, 0);
 }
 
 int64_t realize(Node* node, Trigger trigger) {
@@ -130,8 +131,9 @@ void explicit_eval(const Tensor& t, events::EvalKind kind, const std::source_loc
   Node& n = node_of(t);
   if (n.realized()) return;
   int64_t t0 = now_ns();
+  uint64_t start = events::ticks();
   int64_t nodes = realize(&n, Trigger::explicit_eval);
-  events::on_explicit_evaluation(kind, where, nodes, now_ns() - t0);
+  events::on_explicit_evaluation(kind, where, nodes, now_ns() - t0, start, 0);
 }
 
 template <typename T>
@@ -250,6 +252,7 @@ std::ostream& operator<<(std::ostream& os, const Printable& p) {
 // ---- steps -----------------------------------------------------------------
 
 void mark_step(std::source_location where) {
+  uint64_t start = events::ticks();
   auto& s = state();
   s.prune();
   std::vector<std::shared_ptr<TensorImpl>> live;
@@ -277,7 +280,7 @@ void mark_step(std::source_location where) {
   }
   live.clear();
   leaves.clear();
-  events::on_mark_step(s.step, where);
+  events::on_mark_step(s.step, where, start);
   ++s.step;
 }
 

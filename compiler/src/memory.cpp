@@ -139,7 +139,7 @@ Buffer::Buffer(int64_t bytes, Category category) : bytes_(bytes), category_(cate
   ptr_ = ::operator new(n, std::align_val_t{64});
   account(category_, bytes_);
   a.s.allocations++;
-  events::on_alloc(bytes_, category_, a.s.live);
+  events::on_alloc(bytes_, category_, a.s.live, a.s.capacity);
 }
 
 Buffer::~Buffer() {

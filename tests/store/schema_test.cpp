@@ -39,8 +39,10 @@ TEST(store_schema, DeclarationsAreWellFormed) {
       EXPECT_TRUE(indexes.insert(ix.name).second) << ix.name << " declared twice";
     }
   }
-  EXPECT_EQ(tables, (std::set<std::string_view>{"run", "run_env", "strings", "locations", "processes", "threads",
-                                                "ranges", "instants", "counters", "dropped"}));
+  // The foundation's tables are all there (later tables are more declarations).
+  for (std::string_view name : {"run", "run_env", "strings", "locations", "processes", "threads", "ranges", "instants", "counters", "dropped"}) {
+    EXPECT_TRUE(tables.count(name)) << name;
+  }
 }
 
 // Ties the declarations to the file: the store has exactly the declared

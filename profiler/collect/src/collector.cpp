@@ -13,6 +13,7 @@
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
+#include "tc/trace/trace.h"
 
 extern char** environ;
 
@@ -156,6 +157,53 @@ struct ThreadRow {
   std::string name;
 };
 
+// How a record's field becomes a column value.
+enum class FieldKind : uint8_t { kInt, kTs, kDur, kText, kReal };
+
+struct RecordLayout {
+  const store::TableDecl* table = nullptr;
+  std::vector<FieldKind> fields;  // for columns[2..]: after id and utid
+};
+
+const store::TableDecl* record_table(uint16_t kind) {
+  using K = trace::RecordKind;
+  switch (static_cast<K>(kind)) {
+    case K::kStep: return &store::schema::steps;
+    case K::kCompilation: return &store::schema::compilations;
+    case K::kCompilationInput: return &store::schema::compilation_inputs;
+    case K::kCompilePass: return &store::schema::compile_passes;
+    case K::kExecution: return &store::schema::executions;
+    case K::kExplicitEvaluation: return &store::schema::explicit_evaluations;
+    case K::kMemoryPlan: return &store::schema::memory_plans;
+    case K::kOutOfMemory: return &store::schema::out_of_memory;
+    case K::kLog: return &store::schema::logs;
+    case K::kNone:
+    case K::kCount: break;
+  }
+  return nullptr;
+}
+static_assert(static_cast<int>(trace::RecordKind::kCount) == 10, "map every RecordKind to its table above");
+
+RecordLayout layout_of(const store::TableDecl& t) {
+  RecordLayout l;
+  l.table = &t;
+  for (size_t c = 2; c < t.columns.size(); ++c) {
+    const store::ColumnDecl& col = t.columns[c];
+    if (col.name == "ts") l.fields.push_back(FieldKind::kTs);
+    else if (col.name == "dur") l.fields.push_back(FieldKind::kDur);
+    else if (col.type == "TEXT") l.fields.push_back(FieldKind::kText);
+    else if (col.type == "REAL") l.fields.push_back(FieldKind::kReal);
+    else l.fields.push_back(FieldKind::kInt);
+  }
+  return l;
+}
+
+struct PendingRecord {
+  uint16_t kind;
+  int64_t utid;
+  std::vector<int64_t> fields;
+};
+
 struct ProcessRow {
   int64_t upid;
   uint32_t pid;
@@ -179,6 +227,13 @@ struct Collector::Impl {
   uint64_t events = 0;
   uint64_t unmatched_ends = 0;
   uint64_t unknown_records = 0;
+  uint64_t unresolved_strings = 0;
+  std::vector<RecordLayout> layouts = [] {
+    std::vector<RecordLayout> v(static_cast<size_t>(trace::RecordKind::kCount));
+    for (uint16_t k = 1; k < v.size(); ++k) v[k] = layout_of(*record_table(k));
+    return v;
+  }();
+  std::vector<PendingRecord> pending;  // records naming a string defined in a ring not drained yet
   uint64_t last_resync_ns = 0;
   std::vector<char> payload;
 
@@ -313,6 +368,16 @@ struct Collector::Impl {
           TC_RETURN_IF_ERROR(writer.row(store::schema::strings).i64(s.loc).text(text).insert());
           break;
         }
+        case trace::SlotKind::kRecord: {
+          const char* p = read_payload(slots, mask, i + 1, s.extra, static_cast<uint64_t>(s.arg));
+          size_t n = static_cast<size_t>(s.arg) / sizeof(int64_t);
+          std::vector<int64_t> fields(n);
+          std::memcpy(fields.data(), p, n * sizeof(int64_t));
+          auto done = write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, false);
+          if (!done.ok()) return done.status();
+          if (!*done) pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
+          break;
+        }
         case trace::SlotKind::kThreadName: {
           auto it = strings.find(s.loc);
           if (it != strings.end()) threads[static_cast<size_t>(rr.utid - 1)].name = it->second;
@@ -322,13 +387,77 @@ struct Collector::Impl {
           ++unknown_records;
           break;
       }
-      if (kind != trace::SlotKind::kLocationDef && kind != trace::SlotKind::kStringDef) {
+      if (kind != trace::SlotKind::kLocationDef && kind != trace::SlotKind::kStringDef && kind != trace::SlotKind::kRecord) {
         rr.last_ts = ts;
         proc.start_ts = std::min<uint64_t>(proc.start_ts, ts);
         proc.end_ts = std::max<uint64_t>(proc.end_ts, ts);
       }
       i += 1 + s.extra;
     }
+    return Status::Ok();
+  }
+
+  // Writes a record's row, or returns false when it names a string whose
+  // definition has not been read yet (it sits in another thread's ring).
+  StatusOr<bool> write_record(uint16_t kind, int64_t utid, const int64_t* f, size_t n, bool force) {
+    if (kind == 0 || kind >= layouts.size()) {
+      ++unknown_records;
+      return true;
+    }
+    const RecordLayout& l = layouts[kind];
+    if (!force) {
+      for (size_t i = 0; i < l.fields.size() && i < n; ++i) {
+        if (l.fields[i] == FieldKind::kText && f[i] != 0 && !strings.contains(static_cast<uint32_t>(f[i]))) return false;
+      }
+    }
+    auto row = writer.row(*l.table);
+    row.null().i64(utid);
+    uint64_t ts_ticks = 0;
+    for (size_t i = 0; i < l.fields.size(); ++i) {
+      if (i >= n) {
+        row.null();
+        continue;
+      }
+      int64_t v = f[i];
+      switch (l.fields[i]) {
+        case FieldKind::kInt: row.i64(v); break;
+        case FieldKind::kTs:
+          ts_ticks = static_cast<uint64_t>(v);
+          row.i64(static_cast<int64_t>(clock.to_ns(ts_ticks)));
+          break;
+        case FieldKind::kDur:
+          row.i64(static_cast<int64_t>(clock.to_ns(ts_ticks + static_cast<uint64_t>(v))) - static_cast<int64_t>(clock.to_ns(ts_ticks)));
+          break;
+        case FieldKind::kReal: {
+          double d;
+          std::memcpy(&d, &v, sizeof d);
+          row.f64(d);
+          break;
+        }
+        case FieldKind::kText: {
+          auto it = v == 0 ? strings.end() : strings.find(static_cast<uint32_t>(v));
+          if (it == strings.end()) {
+            if (v != 0) ++unresolved_strings;
+            row.null();
+          } else {
+            row.text(it->second);
+          }
+          break;
+        }
+      }
+    }
+    TC_RETURN_IF_ERROR(row.insert());
+    return true;
+  }
+
+  Status retry_pending(bool force) {
+    size_t kept = 0;
+    for (PendingRecord& p : pending) {
+      auto done = write_record(p.kind, p.utid, p.fields.data(), p.fields.size(), force);
+      if (!done.ok()) return done.status();
+      if (!*done) pending[kept++] = std::move(p);
+    }
+    pending.resize(kept);
     return Status::Ok();
   }
 
@@ -363,6 +492,7 @@ struct Collector::Impl {
         h.state.store(static_cast<uint32_t>(trace::RingState::kFree), std::memory_order_release);
       }
     }
+    if (!pending.empty()) TC_RETURN_IF_ERROR(retry_pending(false));
     return consumed;
   }
 };
@@ -390,6 +520,7 @@ Status Collector::finish(const RunEnd& end) {
     if (!n.ok()) return n.status();
     if (*n == 0) break;
   }
+  TC_RETURN_IF_ERROR(m.retry_pending(true));
   for (uint32_t r = 0; r < m.region.header().ring_count; ++r) {
     RingReader& rr = m.rings[r];
     if (!rr.known) continue;
@@ -427,6 +558,9 @@ Status Collector::finish(const RunEnd& end) {
   }
   if (m.unmatched_ends) {
     TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unmatched_ends)).text("range end without a begin").insert());
+  }
+  if (m.unresolved_strings) {
+    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unresolved_strings)).text("string named by a record but never defined (stored as NULL)").insert());
   }
   if (m.unknown_records) {
     TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unknown_records)).text("record of a kind this tc does not know").insert());

@@ -93,6 +93,131 @@ constexpr ColumnDecl kDroppedColumns[] = {
     {"reason", "TEXT", "why, e.g. 'ring full' or 'no free ring'"},
 };
 
+// Compiler and runtime records (tc::trace::record). Every such table starts
+// with id and utid; the recording side sends the remaining columns in order.
+// ts and dur travel as recording-clock ticks and are converted by the
+// collector; TEXT columns travel as interned string ids.
+
+constexpr ColumnDecl kStepsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that called tc::mark_step() (threads.utid)"},
+    {"ts", "INTEGER", "when mark_step() was called"},
+    {"dur", "INTEGER", "how long mark_step() took: cut, compile on a miss, execute"},
+    {"step", "INTEGER", "the step index, counting mark_step() calls from 0"},
+    {"loc_id", "INTEGER", "the call site of mark_step() (locations.id)"},
+};
+
+constexpr ColumnDecl kCompilationsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
+    {"ts", "INTEGER", "when the compilation started"},
+    {"dur", "INTEGER", "its length: passes, planning, codegen and build"},
+    {"graph_id", "INTEGER", "the compiled graph, unique in the process; executions refer to it"},
+    {"step", "INTEGER", "the step during which it happened (steps.step)"},
+    {"signature", "TEXT", "structural hash of the graph: ops, attributes, dtypes, shapes (hex)"},
+    {"shape_erased", "TEXT", "the same hash without shapes (hex): equal for graphs that differ only in shapes"},
+    {"reason", "TEXT", "'first' (no graph of this structure before), 'shape_change' or 'structure_change'"},
+    {"trigger", "TEXT", "what cut the graph: 'mark_step' or 'explicit_evaluation'"},
+    {"loc_id", "INTEGER", "the user's call site that cut the graph (locations.id)"},
+    {"nodes_before", "INTEGER", "IR nodes before the passes"},
+    {"nodes_after", "INTEGER", "IR nodes after the passes"},
+    {"kernels", "INTEGER", "kernels generated"},
+    {"passes_ns", "INTEGER", "time in the optimizing passes"},
+    {"codegen_ns", "INTEGER", "time generating code"},
+    {"build_ns", "INTEGER", "time building the generated code (0 on a disk cache hit)"},
+    {"cache", "TEXT", "'built' (compiled from source) or 'disk_hit' (loaded from TC_CACHE_DIR)"},
+    {"diff", "TEXT", "for structure_change: what differs from the closest earlier graph (node counts, first differing op and its call site); NULL otherwise"},
+    {"source_path", "TEXT", "the generated source file, kept for the user"},
+};
+
+constexpr ColumnDecl kCompilationInputsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
+    {"graph_id", "INTEGER", "the compilation (compilations.graph_id) whose reason is shape_change"},
+    {"input", "TEXT", "the input whose shape changed: the user's name, else its creation site file:line"},
+    {"dim", "INTEGER", "the dimension that changed"},
+    {"old_value", "INTEGER", "its size in the closest earlier graph"},
+    {"new_value", "INTEGER", "its size in this graph"},
+};
+
+constexpr ColumnDecl kCompilePassesColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
+    {"graph_id", "INTEGER", "the compilation (compilations.graph_id)"},
+    {"ts", "INTEGER", "when the pass started"},
+    {"dur", "INTEGER", "how long it ran"},
+    {"pass", "TEXT", "the pass, e.g. 'dce', 'cse', 'fuse_elementwise'"},
+    {"nodes_after", "INTEGER", "IR nodes after the pass"},
+};
+
+constexpr ColumnDecl kExecutionsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that executed (threads.utid)"},
+    {"ts", "INTEGER", "when the execution started"},
+    {"dur", "INTEGER", "how long it ran"},
+    {"graph_id", "INTEGER", "the graph executed (compilations.graph_id; 0 for the eager executor)"},
+    {"step", "INTEGER", "the step during which it ran"},
+    {"trigger", "TEXT", "'mark_step', 'explicit_evaluation' or 'eager'"},
+    {"nodes", "INTEGER", "IR nodes executed"},
+};
+
+constexpr ColumnDecl kExplicitEvaluationsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread (threads.utid)"},
+    {"ts", "INTEGER", "when the evaluation was forced"},
+    {"dur", "INTEGER", "what it cost: cut, compile if needed, execute, copy to the host"},
+    {"step", "INTEGER", "the step during which it happened"},
+    {"kind", "TEXT", "'item', 'to_host' or 'print'"},
+    {"loc_id", "INTEGER", "the user's call site (locations.id: file, line, function)"},
+    {"nodes", "INTEGER", "IR nodes in the subgraph it cut"},
+    {"graph_id", "INTEGER", "the graph it ran (compilations.graph_id; 0 when run eagerly)"},
+};
+
+constexpr ColumnDecl kMemoryPlansColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
+    {"graph_id", "INTEGER", "the compiled graph (compilations.graph_id)"},
+    {"peak_bytes", "INTEGER", "planned peak device bytes while the graph runs, everything live included"},
+    {"parameter_bytes", "INTEGER", "of the peak: parameters"},
+    {"gradient_bytes", "INTEGER", "of the peak: gradients"},
+    {"optimizer_state_bytes", "INTEGER", "of the peak: optimizer state"},
+    {"activation_bytes", "INTEGER", "of the peak: activations and other intermediates"},
+    {"input_bytes", "INTEGER", "of the peak: inputs"},
+    {"workspace_bytes", "INTEGER", "of the peak: scratch space of kernels"},
+    {"batch_bytes", "INTEGER", "of the peak: bytes that scale with the batch dimension"},
+    {"batch_size", "INTEGER", "the batch dimension's size in this graph (dim 0 of named inputs unless the user said otherwise); NULL if none"},
+    {"capacity_bytes", "INTEGER", "the device's capacity when planned"},
+};
+
+constexpr ColumnDecl kOutOfMemoryColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread whose allocation failed (threads.utid)"},
+    {"ts", "INTEGER", "when it failed"},
+    {"step", "INTEGER", "the step during which it failed"},
+    {"requested_bytes", "INTEGER", "the allocation that did not fit"},
+    {"live_bytes", "INTEGER", "bytes live at that moment"},
+    {"capacity_bytes", "INTEGER", "the device's capacity (TC_DEVICE_MEMORY_LIMIT on CPU)"},
+    {"parameter_bytes", "INTEGER", "live bytes of parameters"},
+    {"gradient_bytes", "INTEGER", "live bytes of gradients"},
+    {"optimizer_state_bytes", "INTEGER", "live bytes of optimizer state"},
+    {"activation_bytes", "INTEGER", "live bytes of activations"},
+    {"input_bytes", "INTEGER", "live bytes of inputs"},
+    {"other_bytes", "INTEGER", "live bytes of everything else"},
+    {"batch_size", "INTEGER", "the batch dimension's size in the failing graph; NULL if unknown"},
+};
+
+constexpr ColumnDecl kLogsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread that logged (threads.utid)"},
+    {"ts", "INTEGER", "when"},
+    {"level", "TEXT", "'debug', 'info', 'warning' or 'error'"},
+    {"message", "TEXT", "the line (TC_DEBUG=1 logs each pass, its time, kernel counts and generated source paths)"},
+};
+
+constexpr IndexDecl kCompilationsIndexes[] = {{"compilations_graph_id", "graph_id"}};
+constexpr IndexDecl kExecutionsIndexes[] = {{"executions_graph_id", "graph_id"}};
+constexpr IndexDecl kExplicitEvaluationsIndexes[] = {{"explicit_evaluations_loc_id", "loc_id"}};
+
 constexpr IndexDecl kThreadsIndexes[] = {{"threads_upid", "upid"}};
 
 }  // namespace
@@ -122,9 +247,27 @@ const TableDecl counters{"counters", "Counter samples (TC_TRACE_COUNTER): a valu
 const TableDecl dropped{"dropped", "Events lost before they reached the store, counted per thread and reason.",
                         kDroppedColumns, {}};
 
+const TableDecl steps{"steps", "Training steps: one row per tc::mark_step() call.", kStepsColumns, {}};
+const TableDecl compilations{"compilations", "Every compilation of a cut graph, and why it happened.", kCompilationsColumns,
+                             kCompilationsIndexes};
+const TableDecl compilation_inputs{"compilation_inputs",
+                                   "For each shape_change compilation, every input dimension that differs from the closest earlier graph.",
+                                   kCompilationInputsColumns, {}};
+const TableDecl compile_passes{"compile_passes", "Each optimizing pass of each compilation, timed.", kCompilePassesColumns, {}};
+const TableDecl executions{"executions", "Every execution of a graph, compiled or eager.", kExecutionsColumns, kExecutionsIndexes};
+const TableDecl explicit_evaluations{"explicit_evaluations",
+                                     "item(), to_host() or printing of a pending tensor: each one cut the graph and ran it on the spot.",
+                                     kExplicitEvaluationsColumns, kExplicitEvaluationsIndexes};
+const TableDecl memory_plans{"memory_plans", "The memory planner's result for each compiled graph.", kMemoryPlansColumns, {}};
+const TableDecl out_of_memory{"out_of_memory", "Allocations that exceeded the device's capacity, with what was live.",
+                              kOutOfMemoryColumns, {}};
+const TableDecl logs{"logs", "Log lines from the compiler and runtime (TC_DEBUG=1 or tc-profile --debug).", kLogsColumns, {}};
+
 std::span<const TableDecl* const> all_tables() {
-  static constexpr std::array<const TableDecl*, 10> kTables = {
-      &run, &run_env, &strings, &locations, &processes, &threads, &ranges, &instants, &counters, &dropped};
+  static constexpr std::array<const TableDecl*, 19> kTables = {
+      &run,   &run_env,    &strings,      &locations,          &processes,      &threads,    &ranges,
+      &instants, &counters, &dropped,     &steps,              &compilations,   &compilation_inputs,
+      &compile_passes, &executions, &explicit_evaluations, &memory_plans, &out_of_memory, &logs};
   return kTables;
 }
 

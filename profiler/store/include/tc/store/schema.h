@@ -45,6 +45,9 @@ struct TableDecl {
 
 namespace schema {
 extern const TableDecl run, run_env, strings, locations, processes, threads, ranges, instants, counters, dropped;
+// Compiler and runtime records (columns id, utid, then the record's fields).
+extern const TableDecl steps, compilations, compilation_inputs, compile_passes, executions, explicit_evaluations, memory_plans,
+    out_of_memory, logs;
 // Every table of the current version, in creation (and documentation) order.
 std::span<const TableDecl* const> all_tables();
 }  // namespace schema

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <source_location>
 #include <span>
 #include <string_view>
@@ -50,10 +51,20 @@ struct Site {
   std::atomic<uint32_t> id{0};
 };
 
-// Kinds of structured records (see record()); the collector maps each one to a
-// store table. New kinds are appended; values are stable.
+// Kinds of structured records (see record()). Each goes to the store table of
+// the same name, whose columns after id and utid are the record's fields in
+// order (docs/schema.md). New kinds are appended; values are stable.
 enum class RecordKind : uint16_t {
   kNone = 0,
+  kStep = 1,                // steps
+  kCompilation = 2,         // compilations
+  kCompilationInput = 3,    // compilation_inputs
+  kCompilePass = 4,         // compile_passes
+  kExecution = 5,           // executions
+  kExplicitEvaluation = 6,  // explicit_evaluations
+  kMemoryPlan = 7,          // memory_plans
+  kOutOfMemory = 8,         // out_of_memory
+  kLog = 9,                 // logs
   kCount
 };
 
@@ -159,9 +170,14 @@ void instant_at(uint32_t location, int64_t arg) noexcept;
 void begin_at(uint32_t location) noexcept;
 void end_at(uint32_t location) noexcept;
 
-// Structured record of up to 30 int64 fields (strings as intern() ids, times
-// as now() ticks converted by the collector when the field is marked a time).
+// A structured record: the fields of one row of the kind's table, after id
+// and utid, in column order. Columns ts and dur are now() ticks (dur = end
+// ticks - start ticks), TEXT columns are intern() ids (0 for NULL), REAL
+// columns are std::bit_cast<int64_t>(double). At most 64 fields.
 void record(RecordKind kind, std::span<const int64_t> fields) noexcept;
+inline void record(RecordKind kind, std::initializer_list<int64_t> fields) noexcept {
+  record(kind, std::span<const int64_t>(fields.begin(), fields.size()));
+}
 
 // Names the calling thread in the store.
 void set_thread_name(std::string_view name) noexcept;
