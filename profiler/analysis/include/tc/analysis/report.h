@@ -1,0 +1,74 @@
+// tc/analysis/report.h: what a run cost, why, and what to change.
+//
+//   auto store = tc::store::Reader::open("run.tcdb");
+//   auto report = tc::analysis::analyze(*store);
+//   for (const auto& f : report->findings) std::cout << f.title << "\n  " << f.suggestion << "\n";
+//   std::cout << tc::analysis::to_json(*report);   // schema "tc-analyze/1"
+//
+// Used by tc-analyze and tc-viewer. Reads a store only through
+// profiler/store; never throws; a store it cannot make sense of gives a Status.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tc/store/reader.h"
+#include "tc/store/status.h"
+
+namespace tc::analysis {
+
+enum class Severity { kInfo, kWarning, kError };
+const char* severity_name(Severity s);  // "info", "warning", "error"
+
+// One finding: a problem in the run, its evidence, the fix and its saving.
+struct Finding {
+  std::string kind;  // exact strings: recompilation.shape_change, recompilation.structure_change,
+                     // explicit_evaluation, memory.headroom, memory.oom, compile.amortization
+  Severity severity = Severity::kInfo;
+  std::string title;       // one line: what happened and what it cost
+  std::string suggestion;  // the concrete change, with numbers
+  double estimated_saving_s = 0;
+  std::string evidence_json;  // a JSON object with the numbers behind the finding
+  // Where on the timeline (store ns) the viewer jumps when the finding is
+  // selected; may be empty.
+  std::vector<int64_t> anchors_ts;
+};
+
+struct RunInfo {
+  std::vector<std::string> command;
+  std::string cwd, host, collector, tc_version;
+  bool complete = false;
+  std::optional<int64_t> exit_code, exit_signal;
+  int64_t start_ts = 0, end_ts = 0;  // end_ts = start_ts when unknown
+  double wall_s = 0;
+  int64_t event_count = 0, dropped_count = 0;
+};
+
+struct Summary {
+  int64_t steps = 0;                 // mark_step() calls
+  int64_t compilations = 0;
+  int64_t recompilations = 0;        // compilations whose reason is not 'first'
+  int64_t explicit_evaluations = 0;
+  double compile_s = 0, execute_s = 0;
+  int64_t peak_bytes = 0;            // highest memory.live_bytes sample, or planned peak
+  int64_t capacity_bytes = 0;        // device capacity (0 if unknown)
+};
+
+struct Report {
+  RunInfo run;
+  Summary summary;
+  std::vector<Finding> findings;  // most costly first
+};
+
+struct Options {
+  double memory_safety_margin = 0.10;  // headroom kept free when suggesting a batch size
+};
+
+StatusOr<Report> analyze(const store::Reader& store, const Options& options = {});
+
+// The report as one JSON object (docs/analyze-json.md), schema "tc-analyze/1".
+std::string to_json(const Report& report);
+
+}  // namespace tc::analysis
