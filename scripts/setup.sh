@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   libsqlite3-dev sqlite3 libcli11-dev libgtest-dev libbenchmark-dev
   libopenblas-dev libimgui-dev libglfw3-dev libstb-dev
-  xvfb xauth fortunes
+  xvfb xauth fortunes clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command 2: set up what is missing, then build and run the whole suite three
 # ways: recording compiled in, recording compiled out (TC_TRACE=OFF), and
-# under AddressSanitizer + UndefinedBehaviorSanitizer. GUI tests run under Xvfb.
+# under AddressSanitizer + UndefinedBehaviorSanitizer; then fuzz the store
+# reader and the --fail-on parser (libFuzzer). GUI tests run under Xvfb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -21,4 +22,6 @@ run_suite build-notrace "recording compiled out (TC_TRACE=OFF)"
 scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer"
 
-echo "== all three suites passed in $(( $(date +%s) - start )) s"
+scripts/fuzz.sh build
+
+echo "== all three suites and the fuzzers passed in $(( $(date +%s) - start )) s"

@@ -1,11 +1,393 @@
 #include "findings.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "json.h"
+#include "shape_plan.h"
+
 namespace tc::analysis {
 
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string seconds(double s) {
+  if (s >= 100) return fmt("%.0f s", s);
+  if (s >= 1) return fmt("%.1f s", s);
+  if (s >= 0.001) return fmt("%.1f ms", s * 1e3);
+  return fmt("%.0f us", s * 1e6);
+}
+
+std::string bytes(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt(u == 0 ? "%.0f" : "%.1f", b) + " " + unit[u];
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+// ---------------------------------------------------------------- recompilation.shape_change
+
+struct GraphInfo {
+  int64_t graph_id = 0;
+  int64_t ts = 0;
+  double compile_s = 0;
+  std::string reason;
+};
+
+Status shape_change(const store::Reader& r, Report& report) {
+  std::map<int64_t, GraphInfo> graphs;
+  for (auto q = r.query("SELECT graph_id, ts, dur, reason FROM compilations ORDER BY ts"); q.next();) {
+    graphs[q.i64(0)] = {q.i64(0), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, std::string(q.text(3))};
+  }
+  if (graphs.empty()) return Status::Ok();
+  // Executions per graph (training steps and explicit evaluations) and their median time.
+  std::map<int64_t, std::vector<double>> exec;
+  for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
+
+  // (input, dim) -> graph -> value
+  std::map<std::pair<std::string, int64_t>, std::map<int64_t, int64_t>> values;
+  std::map<std::pair<std::string, int64_t>, int64_t> first_old;  // value before the first change
+  for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id"); q.next();) {
+    auto key = std::make_pair(q.is_null(1) ? std::string("(unnamed input)") : std::string(q.text(1)), q.i64(2));
+    values[key][q.i64(0)] = q.i64(4);
+    first_old.try_emplace(key, q.i64(3));
+  }
+  for (auto& [key, by_graph] : values) {
+    // Graphs of the same structure that did not change this dim keep the value they were compared with.
+    std::vector<DimValue> observed;
+    std::map<int64_t, DimValue> by_value;
+    int64_t fallback = first_old[key];
+    for (const auto& [gid, g] : graphs) {
+      if (g.reason == "structure_change") continue;
+      auto it = by_graph.find(gid);
+      int64_t v = it != by_graph.end() ? it->second : fallback;
+      if (it == by_graph.end() && g.reason != "first") continue;  // another input changed; this dim's value is unknown
+      DimValue& d = by_value[v];
+      d.value = v;
+      d.compilations += 1;
+      d.compile_s += g.compile_s;
+      auto e = exec.find(gid);
+      if (e != exec.end()) {
+        d.steps += static_cast<int64_t>(e->second.size());
+        for (double t : e->second) d.execute_s += t;
+      }
+      if (it != by_graph.end()) d.first_ts = g.ts;
+    }
+    for (auto& [v, d] : by_value) observed.push_back(d);
+    if (observed.size() < 2) continue;
+    ShapePlan plan = plan_for(observed);
+    const auto& [input, dim] = key;
+    int64_t lo = observed.front().value, hi = observed.back().value;
+    int64_t changes = 0;
+    double compile_s = 0;
+    for (const auto& d : observed) {
+      changes += d.compilations;
+      compile_s += d.compile_s;
+    }
+    Finding f;
+    f.kind = "recompilation.shape_change";
+    f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
+    f.title = input + " dim " + std::to_string(dim) + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
+              std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + seconds(compile_s) + " compiling";
+    bool short_last_batch = dim == 0 && plan.short_batch;
+    if (short_last_batch) {
+      f.suggestion = "The batch dimension shrinks for a short last batch (" + std::to_string(plan.short_value) + " instead of " +
+                     std::to_string(plan.common_value) + "): drop the last partial batch (drop_last) or pad it to " +
+                     std::to_string(plan.common_value) + " rows and mask them; est. " + seconds(plan.short_saving_s) + " saved.";
+      f.estimated_saving_s = plan.short_saving_s;
+    } else {
+      f.suggestion = "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
+                     fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + seconds(plan.pad_saving_s) + " saved)";
+      if (plan.buckets.size() > 1) {
+        f.suggestion += ", or bucket as {" + join(plan.buckets) + "} (" + std::to_string(plan.buckets.size()) + " compilations, " +
+                        fmt("%.0f", plan.bucket_waste * 100) + "% padding, est. " + seconds(plan.bucket_saving_s) + " saved)";
+      }
+      f.suggestion += ".";
+      f.estimated_saving_s = std::max(plan.pad_saving_s, plan.bucket_saving_s);
+    }
+    Json j;
+    j.begin_object().field("input", input).field("dim", dim);
+    j.key("values").begin_array();
+    for (const auto& d : observed) {
+      j.begin_object().field("value", d.value).field("steps", d.steps).field("compilations", d.compilations);
+      j.field("compile_s", d.compile_s).field("execute_s", d.execute_s).end_object();
+      if (d.first_ts) f.anchors_ts.push_back(d.first_ts);
+    }
+    j.end_array();
+    j.field("compilations", changes).field("compile_s", compile_s);
+    j.key("model").begin_object().field("compile_s_per_graph", plan.compile_per_graph_s);
+    j.field("execute_s_intercept", plan.exec_a).field("execute_s_per_unit", plan.exec_b).end_object();
+    j.key("pad").begin_object().field("to", plan.pad_to).field("compilations", 1).field("padding_waste", plan.pad_waste);
+    j.field("estimated_total_s", plan.pad_total_s).field("estimated_saving_s", plan.pad_saving_s).end_object();
+    j.key("buckets").begin_object().key("sizes").begin_array();
+    for (int64_t b : plan.buckets) j.value(b);
+    j.end_array().field("padding_waste", plan.bucket_waste).field("estimated_total_s", plan.bucket_total_s);
+    j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
+    j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
+    j.end_object();
+    f.evidence_json = j.str();
+    report.findings.push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- recompilation.structure_change
+
+Status structure_change(const store::Reader& r, Report& report) {
+  auto q = r.query(
+      "SELECT c.loc_id, l.file, l.line, l.function, count(*), sum(c.dur), group_concat(coalesce(c.diff, ''), char(10)), min(c.ts) "
+      "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.reason = 'structure_change' GROUP BY c.loc_id ORDER BY sum(c.dur) DESC");
+  while (q.next()) {
+    std::string where = q.is_null(1) ? std::string("an unknown call site") : std::string(q.text(1)) + ":" + std::to_string(q.i64(2));
+    int64_t n = q.i64(4);
+    double s = static_cast<double>(q.i64(5)) / 1e9;
+    std::string diffs(q.text(6));
+    std::string first_diff = diffs.substr(0, diffs.find('\n'));
+    Finding f;
+    f.kind = "recompilation.structure_change";
+    f.severity = n > 1 ? Severity::kWarning : Severity::kInfo;
+    f.title = "The graph cut at " + where + " changed structure " + std::to_string(n) + (n == 1 ? " time" : " times") + ": " + seconds(s) +
+              " compiling";
+    f.suggestion = "Keep the step's graph the same every step: " + (first_diff.empty() ? std::string("see the diff in the store") : first_diff) +
+                   ". Values that change (a learning rate, a step counter, a dropout seed) belong in device tensors, not in Python-side "
+                   "branches or constants baked into the graph.";
+    f.estimated_saving_s = s;
+    Json j;
+    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : std::string(q.text(3)));
+    j.field("compilations", n).field("compile_s", s).field("first_diff", first_diff).end_object();
+    f.evidence_json = j.str();
+    f.anchors_ts.push_back(q.i64(7));
+    report.findings.push_back(std::move(f));
+  }
+  return q.status();
+}
+
+// ---------------------------------------------------------------- explicit_evaluation
+
+Status explicit_evaluation(const store::Reader& r, Report& report) {
+  int64_t steps = std::max<int64_t>(report.summary.steps, 1);
+  auto mean_step = r.scalar_i64("SELECT coalesce(avg(dur), 0) FROM steps");
+  double step_s = mean_step.ok() ? static_cast<double>(*mean_step) / 1e9 : 0;
+  auto q = r.query(
+      "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step) "
+      "FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
+  while (q.next()) {
+    std::string where = q.is_null(1) ? std::string("an unknown call site") : std::string(q.text(1)) + ":" + std::to_string(q.i64(2));
+    std::string kinds(q.text(4));
+    int64_t count = q.i64(5);
+    double total_s = static_cast<double>(q.i64(6)) / 1e9;
+    int64_t steps_hit = q.i64(8);
+    double per_step = total_s / static_cast<double>(steps);
+    // Log every N steps: N keeps what is left under 1% of a step, at least 10.
+    int64_t every = 10;
+    if (step_s > 0) {
+      double per_call = total_s / static_cast<double>(count);
+      while (every < 1000 && per_call / static_cast<double>(every) > 0.01 * step_s) every *= 10;
+    }
+    double log_every_saving = total_s * (1.0 - 1.0 / static_cast<double>(every));
+    std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
+    Finding f;
+    f.kind = "explicit_evaluation";
+    f.severity = steps_hit > 1 ? Severity::kWarning : Severity::kInfo;
+    f.title = kinds + "() at " + short_where + " cut the graph " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
+              std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + seconds(per_step) + "/step, " + seconds(total_s) + " in all";
+    f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + seconds(total_s) +
+                   " saved), or log every " + std::to_string(every) + " steps (est. " + seconds(log_every_saving) + " saved).";
+    f.estimated_saving_s = total_s;
+    Json j;
+    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : std::string(q.text(3)));
+    j.field("kind", kinds).field("count", count).field("steps", steps_hit).field("graph_cuts", count);
+    j.field("total_s", total_s).field("per_step_s", per_step).field("log_every", every).field("log_every_saving_s", log_every_saving);
+    j.end_object();
+    f.evidence_json = j.str();
+    f.anchors_ts.push_back(q.i64(7));
+    report.findings.push_back(std::move(f));
+  }
+  return q.status();
+}
+
+// ---------------------------------------------------------------- memory
+
+struct BatchModel {
+  bool known = false;
+  int64_t batch_size = 0;
+  int64_t peak = 0, fixed = 0, batch_bytes = 0;
+  double per_sample = 0;
+};
+
+// From the memory plan of the biggest compiled graph with a batch dimension.
+BatchModel batch_model(const store::Reader& r) {
+  BatchModel m;
+  auto q = r.query(
+      "SELECT batch_size, peak_bytes, batch_bytes FROM memory_plans WHERE batch_size > 0 AND batch_bytes > 0 ORDER BY peak_bytes DESC LIMIT 1");
+  if (q.next()) {
+    m.known = true;
+    m.batch_size = q.i64(0);
+    m.peak = q.i64(1);
+    m.batch_bytes = q.i64(2);
+    m.fixed = m.peak - m.batch_bytes;
+    m.per_sample = static_cast<double>(m.batch_bytes) / static_cast<double>(m.batch_size);
+  }
+  return m;
+}
+
+int64_t largest_batch(const BatchModel& m, int64_t capacity, double margin) {
+  double usable = static_cast<double>(capacity) * (1.0 - margin) - static_cast<double>(m.fixed);
+  if (!m.known || m.per_sample <= 0 || usable <= 0) return 0;
+  int64_t b = static_cast<int64_t>(usable / m.per_sample);
+  if (b >= 16) b -= b % 8;  // multiples of 8 run best
+  return b;
+}
+
+std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
+  double k = static_cast<double>(to) / static_cast<double>(from);
+  auto q = r.query("SELECT value FROM counters c JOIN locations l ON l.id = c.loc_id WHERE l.name = 'optim.lr' ORDER BY c.ts DESC LIMIT 1");
+  if (q.next()) {
+    double lr = q.f64(0);
+    return "scale lr " + fmt("%.3g", lr) + " to " + fmt("%.3g", lr * k) + " (linear) or " + fmt("%.3g", lr * std::sqrt(k)) + " (sqrt)";
+  }
+  return "scale the learning rate by " + fmt("%.2f", k) + " (linear) or " + fmt("%.2f", std::sqrt(k)) + " (sqrt)";
+}
+
+Status memory(const store::Reader& r, Report& report, const Options& options) {
+  const Summary& s = report.summary;
+  BatchModel m = batch_model(r);
+  // memory.oom
+  auto q = r.query(
+      "SELECT ts, requested_bytes, live_bytes, capacity_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, activation_bytes, "
+      "input_bytes, other_bytes, batch_size, step FROM out_of_memory ORDER BY ts");
+  bool had_oom = false;
+  while (q.next()) {
+    had_oom = true;
+    int64_t capacity = q.i64(3);
+    int64_t failing_batch = q.is_null(10) ? 0 : q.i64(10);
+    int64_t fits = largest_batch(m, capacity, options.memory_safety_margin);
+    Finding f;
+    f.kind = "memory.oom";
+    f.severity = Severity::kError;
+    f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + bytes(static_cast<double>(q.i64(1))) + " requested with " +
+              bytes(static_cast<double>(q.i64(2))) + " of " + bytes(static_cast<double>(capacity)) + " live";
+    if (fits > 0) {
+      f.suggestion = "Use batch " + std::to_string(fits) + " (the largest that fits with " + fmt("%.0f", options.memory_safety_margin * 100) +
+                     "% headroom, from the memory plan at batch " + std::to_string(m.batch_size) + ")" +
+                     (failing_batch > 0 ? " instead of " + std::to_string(failing_batch) : std::string()) + "; " +
+                     lr_advice(r, failing_batch > 0 ? failing_batch : m.batch_size, fits) + ".";
+    } else {
+      f.suggestion = "Lower the batch size, or raise TC_DEVICE_MEMORY_LIMIT if the device has more memory; no compiled memory plan with a "
+                     "batch dimension was recorded to size it exactly.";
+    }
+    Json j;
+    j.begin_object().field("requested_bytes", q.i64(1)).field("live_bytes", q.i64(2)).field("capacity_bytes", capacity);
+    j.key("breakdown").begin_object().field("parameter", q.i64(4)).field("gradient", q.i64(5)).field("optimizer_state", q.i64(6));
+    j.field("activation", q.i64(7)).field("input", q.i64(8)).field("other", q.i64(9)).end_object();
+    j.key("failing_batch_size");
+    if (failing_batch > 0) j.value(failing_batch); else j.null();
+    j.field("largest_batch_that_fits", fits).field("safety_margin", options.memory_safety_margin).end_object();
+    f.evidence_json = j.str();
+    f.anchors_ts.push_back(q.i64(0));
+    report.findings.push_back(std::move(f));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  // memory.headroom
+  if (had_oom || s.capacity_bytes <= 0 || s.peak_bytes <= 0) return Status::Ok();
+  int64_t fits = largest_batch(m, s.capacity_bytes, options.memory_safety_margin);
+  double used = static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes);
+  Finding f;
+  f.kind = "memory.headroom";
+  f.severity = Severity::kInfo;
+  f.title = "Peak " + bytes(static_cast<double>(s.peak_bytes)) + " of " + bytes(static_cast<double>(s.capacity_bytes)) + " (" +
+            fmt("%.0f", used * 100) + "%)";
+  if (m.known && fits > m.batch_size) {
+    f.title += "; batch " + std::to_string(fits) + " fits";
+    f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(fits) + " (keeps " +
+                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom; " + bytes(static_cast<double>(m.fixed)) + " fixed + " +
+                   bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, fits) + ".";
+  } else if (m.known) {
+    f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " +
+                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom.";
+  } else {
+    f.suggestion = "No compiled memory plan with a batch dimension was recorded, so no batch size is suggested; name the batch input "
+                   "(tc::from_host(..., \"name\")) and run compiled.";
+  }
+  Json j;
+  j.begin_object().field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes).field("used", used);
+  if (m.known) {
+    j.field("batch_size", m.batch_size).field("planned_peak_bytes", m.peak).field("fixed_bytes", m.fixed);
+    j.field("batch_bytes", m.batch_bytes).field("bytes_per_sample", m.per_sample).field("largest_batch_that_fits", fits);
+    double k = fits > 0 ? static_cast<double>(fits) / static_cast<double>(m.batch_size) : 0;
+    j.field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
+  }
+  j.field("safety_margin", options.memory_safety_margin).end_object();
+  f.evidence_json = j.str();
+  report.findings.push_back(std::move(f));
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- compile.amortization
+
+Status amortization(const store::Reader& r, Report& report) {
+  const Summary& s = report.summary;
+  if (s.compilations == 0 || report.run.wall_s <= 0) return Status::Ok();
+  double share = s.compile_s / report.run.wall_s;
+  double exec_per_step = s.steps > 0 ? s.execute_s / static_cast<double>(s.steps) : 0;
+  // Recompilations late in the run mean compiling never stops.
+  auto late = r.scalar_i64(
+      "SELECT count(*) FROM compilations WHERE reason <> 'first' AND step >= (SELECT coalesce(max(step), 0) FROM steps) * 3 / 4");
+  int64_t late_recompiles = late.ok() ? *late : 0;
+  int64_t break_even = exec_per_step > 0 ? static_cast<int64_t>(std::ceil(s.compile_s / exec_per_step)) : 0;
+  bool never = late_recompiles > 0 && s.steps >= 4;
+  Finding f;
+  f.kind = "compile.amortization";
+  f.severity = never || share > 0.5 ? Severity::kWarning : Severity::kInfo;
+  f.title = "Compiling took " + seconds(s.compile_s) + ", " + fmt("%.0f", share * 100) + "% of the run's " + seconds(report.run.wall_s);
+  if (never) {
+    f.title += "; recompilations continue to the end, so it never amortizes";
+    f.suggestion = std::to_string(late_recompiles) + " recompilations happened in the last quarter of the steps: fix the recompilation "
+                   "findings first; until then every new shape costs another compilation.";
+  } else if (break_even > s.steps) {
+    f.suggestion = "Compilation costs as much as " + std::to_string(break_even) + " steps of execution (" + seconds(exec_per_step) +
+                   "/step) and this run had " + std::to_string(s.steps) + ": it pays off on longer runs; the built code is cached in "
+                   "TC_CACHE_DIR, so the next run of the same program compiles nothing.";
+  } else {
+    f.suggestion = "Compilation is paid off after about " + std::to_string(std::max<int64_t>(break_even, 1)) + " of " +
+                   std::to_string(s.steps) + " steps; nothing to change.";
+  }
+  Json j;
+  j.begin_object().field("compile_s", s.compile_s).field("wall_s", report.run.wall_s).field("compile_share", share);
+  j.field("execute_s_per_step", exec_per_step).field("break_even_steps", break_even).field("steps", s.steps);
+  j.field("late_recompilations", late_recompiles).field("amortizes", !never).end_object();
+  f.evidence_json = j.str();
+  report.findings.push_back(std::move(f));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status add_findings(const store::Reader& store, Report& report, const Options& options) {
-  (void)store;
-  (void)report;
-  (void)options;
+  TC_RETURN_IF_ERROR(shape_change(store, report));
+  TC_RETURN_IF_ERROR(structure_change(store, report));
+  TC_RETURN_IF_ERROR(explicit_evaluation(store, report));
+  TC_RETURN_IF_ERROR(memory(store, report, options));
+  TC_RETURN_IF_ERROR(amortization(store, report));
   return Status::Ok();
 }
 

@@ -39,7 +39,7 @@ class Json {
       out_ += "null";
     } else {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
+      std::snprintf(buf, sizeof buf, "%.10g", v);
       out_ += buf;
     }
     return *this;

@@ -1,0 +1,98 @@
+#include "tc/analysis/diff.h"
+
+#include <cstdio>
+#include <map>
+
+#include "json.h"
+#include "tc/analysis/fail_on.h"
+
+namespace tc::analysis {
+
+namespace {
+
+const char* kMetrics[] = {"wall_s", "steps", "compilations", "recompilations", "explicit_evaluations", "compile_s", "execute_s", "compile_share",
+                          "peak_bytes"};
+
+struct KindTotals {
+  int count = 0;
+  double saving_s = 0;
+};
+
+std::map<std::string, KindTotals> by_kind(const Report& r) {
+  std::map<std::string, KindTotals> m;
+  for (const auto& f : r.findings) {
+    m[f.kind].count++;
+    m[f.kind].saving_s += f.estimated_saving_s;
+  }
+  return m;
+}
+
+std::string change(double a, double b) {
+  char buf[64];
+  if (a == b) return "=";
+  if (a != 0) {
+    std::snprintf(buf, sizeof buf, "%+.4g (%+.0f%%)", b - a, (b - a) / a * 100);
+  } else {
+    std::snprintf(buf, sizeof buf, "%+.4g", b - a);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string diff_text(const Report& a, const std::string& a_name, const Report& b, const std::string& b_name) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-24s %16s %16s  %s\n", "", "A", "B", "change");
+  out += line;
+  std::snprintf(line, sizeof line, "%-24s %16s %16s\n", "store", a_name.substr(a_name.size() > 16 ? a_name.size() - 16 : 0).c_str(),
+                b_name.substr(b_name.size() > 16 ? b_name.size() - 16 : 0).c_str());
+  out += line;
+  for (const char* m : kMetrics) {
+    double va = *metric_value(a, m), vb = *metric_value(b, m);
+    std::snprintf(line, sizeof line, "%-24s %16.6g %16.6g  %s\n", m, va, vb, change(va, vb).c_str());
+    out += line;
+  }
+  out += "\nfindings\n";
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::map<std::string, int> kinds;
+  for (auto& [k, v] : ka) kinds[k] = 1;
+  for (auto& [k, v] : kb) kinds[k] = 1;
+  for (auto& [k, unused] : kinds) {
+    KindTotals ta = ka[k], tb = kb[k];
+    std::snprintf(line, sizeof line, "%-32s %3d (est. %.3g s)  ->  %3d (est. %.3g s)%s\n", k.c_str(), ta.count, ta.saving_s, tb.count, tb.saving_s,
+                  tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
+    out += line;
+    for (const auto& f : a.findings) {
+      if (f.kind == k) out += "    A: " + f.title + "\n";
+    }
+    for (const auto& f : b.findings) {
+      if (f.kind == k) out += "    B: " + f.title + "\n";
+    }
+  }
+  if (kinds.empty()) out += "  none in either run\n";
+  return out;
+}
+
+std::string diff_json(const Report& a, const Report& b) {
+  Json j;
+  j.begin_object().field("schema", "tc-analyze-diff/1");
+  for (const auto& [name, r] : {std::pair<const char*, const Report*>{"a", &a}, {"b", &b}}) {
+    j.key(name).begin_object();
+    for (const char* m : kMetrics) j.field(m, *metric_value(*r, m));
+    j.end_object();
+  }
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::map<std::string, int> kinds;
+  for (auto& [k, v] : ka) kinds[k] = 1;
+  for (auto& [k, v] : kb) kinds[k] = 1;
+  j.key("findings").begin_array();
+  for (auto& [k, unused] : kinds) {
+    j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
+    j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
+  }
+  j.end_array().end_object();
+  return j.str();
+}
+
+}  // namespace tc::analysis

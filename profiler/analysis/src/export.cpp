@@ -1,0 +1,142 @@
+#include "tc/analysis/export.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "json.h"
+
+namespace tc::analysis {
+
+namespace {
+
+struct File {
+  std::FILE* f;
+  ~File() {
+    if (f) std::fclose(f);
+  }
+};
+
+// Writes events one per line; `first` tracks the commas.
+class Writer {
+ public:
+  Writer(std::FILE* f, int64_t t0) : f_(f), t0_(t0) {}
+  void event(const std::string& json) {
+    std::fputs(first_ ? "\n" : ",\n", f_);
+    std::fputs(json.c_str(), f_);
+    first_ = false;
+  }
+  double us(int64_t ts) const { return static_cast<double>(ts - t0_) / 1e3; }
+
+ private:
+  std::FILE* f_;
+  int64_t t0_;
+  bool first_ = true;
+};
+
+std::string text(const store::Query& q, int c) { return q.is_null(c) ? std::string() : std::string(q.text(c)); }
+
+}  // namespace
+
+Status export_chrome(const store::Reader& r, const std::string& path) {
+  File out{std::fopen(path.c_str(), "w")};
+  if (!out.f) return {StatusCode::kIoError, path + ": cannot write the export; check the directory exists and is writable"};
+  auto start = r.scalar_i64("SELECT start_ts FROM run WHERE id = 1");
+  if (!start.ok()) return start.status();
+  auto run_end = r.scalar_i64("SELECT coalesce(end_ts, start_ts) FROM run WHERE id = 1");
+  int64_t end_ts = run_end.ok() ? *run_end : *start;
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out.f);
+  Writer w(out.f, *start);
+  Status status;
+  auto each = [&](const std::string& sql, auto&& fn) {
+    if (!status.ok()) return;
+    auto q = r.query(sql);
+    while (q.next()) fn(q);
+    if (!q.status().ok()) status = q.status();
+  };
+  // Metadata: names of processes and threads (pid = upid, tid = utid).
+  each("SELECT upid, pid, name FROM processes", [&](const store::Query& q) {
+    Json j;
+    j.begin_object().field("name", "process_name").field("ph", "M").field("pid", q.i64(0)).field("tid", int64_t{0});
+    j.key("args").begin_object().field("name", text(q, 2) + " (pid " + std::to_string(q.i64(1)) + ")").end_object().end_object();
+    w.event(j.str());
+  });
+  each("SELECT utid, upid, tid, name FROM threads", [&](const store::Query& q) {
+    Json j;
+    j.begin_object().field("name", "thread_name").field("ph", "M").field("pid", q.i64(1)).field("tid", q.i64(0));
+    std::string name = q.is_null(3) ? "thread " + std::to_string(q.i64(2)) : text(q, 3);
+    j.key("args").begin_object().field("name", name).end_object().end_object();
+    w.event(j.str());
+  });
+  // A complete event ("X") on a thread.
+  auto complete = [&](const std::string& name, const char* cat, int64_t upid, int64_t utid, int64_t ts, int64_t dur, Json* args) {
+    Json j;
+    j.begin_object().field("name", name).field("cat", cat).field("ph", "X").field("pid", upid).field("tid", utid);
+    j.field("ts", w.us(ts)).field("dur", static_cast<double>(dur) / 1e3);
+    if (args) j.key("args").raw(args->str());
+    j.end_object();
+    w.event(j.str());
+  };
+  const std::string upid_of = "(SELECT upid FROM threads t WHERE t.utid = e.utid)";
+  each("SELECT coalesce(l.name, 'range'), " + upid_of + ", e.utid, e.ts, e.dur, e.arg FROM ranges e LEFT JOIN locations l ON l.id = e.loc_id",
+       [&](const store::Query& q) {
+         Json a;
+         a.begin_object().field("arg", q.i64(5));
+         int64_t dur = q.i64(4);
+         if (dur < 0) {
+           a.field("unfinished", true);  // the thread died inside it
+           dur = end_ts > q.i64(3) ? end_ts - q.i64(3) : 0;
+         }
+         a.end_object();
+         complete(text(q, 0), "range", q.i64(1), q.i64(2), q.i64(3), dur, &a);
+       });
+  each("SELECT coalesce(l.name, 'instant'), " + upid_of + ", e.utid, e.ts, e.arg FROM instants e LEFT JOIN locations l ON l.id = e.loc_id",
+       [&](const store::Query& q) {
+         Json j;
+         j.begin_object().field("name", text(q, 0)).field("cat", "instant").field("ph", "i").field("s", "t").field("pid", q.i64(1));
+         j.field("tid", q.i64(2)).field("ts", w.us(q.i64(3)));
+         j.key("args").begin_object().field("arg", q.i64(4)).end_object().end_object();
+         w.event(j.str());
+       });
+  each("SELECT coalesce(l.name, 'counter'), " + upid_of + ", e.ts, e.value FROM counters e LEFT JOIN locations l ON l.id = e.loc_id",
+       [&](const store::Query& q) {
+         Json j;
+         j.begin_object().field("name", text(q, 0)).field("ph", "C").field("pid", q.i64(1)).field("ts", w.us(q.i64(2)));
+         j.key("args").begin_object().field("value", q.f64(3)).end_object().end_object();
+         w.event(j.str());
+       });
+  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.step FROM steps e", [&](const store::Query& q) {
+    Json a;
+    a.begin_object().field("step", q.i64(4)).end_object();
+    complete("mark_step " + std::to_string(q.i64(4)), "step", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+  });
+  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.graph_id, e.reason, e.signature, e.nodes_after, e.kernels, e.cache, "
+       "(SELECT group_concat(input || ' dim ' || dim || ': ' || old_value || ' -> ' || new_value, '; ') FROM compilation_inputs i "
+       "WHERE i.graph_id = e.graph_id) FROM compilations e",
+       [&](const store::Query& q) {
+         Json a;
+         a.begin_object().field("graph_id", q.i64(4)).field("reason", text(q, 5)).field("signature", text(q, 6));
+         a.field("nodes", q.i64(7)).field("kernels", q.i64(8)).field("cache", text(q, 9));
+         if (!q.is_null(10)) a.field("shape_changes", text(q, 10));
+         a.end_object();
+         complete("compile graph " + std::to_string(q.i64(4)) + " (" + text(q, 5) + ")", "compile", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+       });
+  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.graph_id, e.trigger, e.nodes FROM executions e", [&](const store::Query& q) {
+    Json a;
+    a.begin_object().field("graph_id", q.i64(4)).field("trigger", text(q, 5)).field("nodes", q.i64(6)).end_object();
+    complete("execute graph " + std::to_string(q.i64(4)), "execute", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+  });
+  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.kind, l.file, l.line, e.nodes FROM explicit_evaluations e "
+       "LEFT JOIN locations l ON l.id = e.loc_id",
+       [&](const store::Query& q) {
+         std::string where = text(q, 5) + ":" + std::to_string(q.i64(6));
+         Json a;
+         a.begin_object().field("call_site", where).field("nodes", q.i64(7)).end_object();
+         complete(text(q, 4) + "() at " + where, "explicit_evaluation", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+       });
+  std::fputs("\n]}\n", out.f);
+  if (!status.ok()) return status;
+  if (std::ferror(out.f) || std::fflush(out.f) != 0) return {StatusCode::kIoError, path + ": writing the export failed (disk full?)"};
+  return Status::Ok();
+}
+
+}  // namespace tc::analysis

@@ -1,0 +1,110 @@
+#include "tc/analysis/fail_on.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace tc::analysis {
+
+const std::vector<std::string>& metric_names() {
+  static const std::vector<std::string> names = {"steps",         "compilations", "recompilations", "explicit_evaluations",
+                                                 "compile_s",     "execute_s",    "wall_s",         "compile_share",
+                                                 "peak_bytes",    "capacity_bytes", "memory_share", "findings",
+                                                 "warnings",      "errors",       "dropped_events"};
+  return names;
+}
+
+std::optional<double> metric_value(const Report& r, std::string_view m) {
+  const Summary& s = r.summary;
+  auto count = [&](Severity sev) {
+    double n = 0;
+    for (const auto& f : r.findings) n += f.severity == sev;
+    return n;
+  };
+  if (m == "steps") return static_cast<double>(s.steps);
+  if (m == "compilations") return static_cast<double>(s.compilations);
+  if (m == "recompilations") return static_cast<double>(s.recompilations);
+  if (m == "explicit_evaluations") return static_cast<double>(s.explicit_evaluations);
+  if (m == "compile_s") return s.compile_s;
+  if (m == "execute_s") return s.execute_s;
+  if (m == "wall_s") return r.run.wall_s;
+  if (m == "compile_share") return r.run.wall_s > 0 ? s.compile_s / r.run.wall_s : 0;
+  if (m == "peak_bytes") return static_cast<double>(s.peak_bytes);
+  if (m == "capacity_bytes") return static_cast<double>(s.capacity_bytes);
+  if (m == "memory_share") return s.capacity_bytes > 0 ? static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes) : 0;
+  if (m == "findings") return static_cast<double>(r.findings.size());
+  if (m == "warnings") return count(Severity::kWarning);
+  if (m == "errors") return count(Severity::kError);
+  if (m == "dropped_events") return static_cast<double>(r.run.dropped_count);
+  return std::nullopt;
+}
+
+StatusOr<FailOn> parse_fail_on(std::string_view expr) {
+  FailOn rule;
+  auto bad = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument, "--fail-on '" + std::string(expr) + "': " + why +
+                                                    "; write METRIC OP NUMBER, e.g. 'recompilations>2' or 'compile_share>=0.2,explicit_evaluations>0'");
+  };
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < expr.size() && std::isspace(static_cast<unsigned char>(expr[i]))) ++i;
+  };
+  if (expr.find_first_not_of(" \t,") == std::string_view::npos) return bad("empty expression");
+  while (i < expr.size()) {
+    skip_space();
+    size_t start = i;
+    while (i < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[i])) || expr[i] == '_')) ++i;
+    std::string metric(expr.substr(start, i - start));
+    if (metric.empty()) return bad("expected a metric name at position " + std::to_string(start + 1));
+    if (!metric_value(Report{}, metric)) {
+      std::string known;
+      for (const auto& n : metric_names()) known += (known.empty() ? "" : ", ") + n;
+      return bad("unknown metric '" + metric + "' (known: " + known + ")");
+    }
+    skip_space();
+    std::string op;
+    if (i < expr.size() && (expr[i] == '>' || expr[i] == '<' || expr[i] == '=' || expr[i] == '!')) {
+      op += expr[i++];
+      if (i < expr.size() && expr[i] == '=') op += expr[i++];
+    }
+    if (op != ">" && op != ">=" && op != "<" && op != "<=" && op != "==" && op != "!=") {
+      return bad("expected one of > >= < <= == != after '" + metric + "'");
+    }
+    skip_space();
+    start = i;
+    while (i < expr.size() && expr[i] != ',' && !std::isspace(static_cast<unsigned char>(expr[i]))) ++i;
+    std::string number(expr.substr(start, i - start));
+    double v = 0;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+    if (number.empty() || ec != std::errc() || end != number.data() + number.size() || !std::isfinite(v)) {
+      return bad("'" + number + "' is not a number");
+    }
+    rule.push_back({metric, op, v});
+    skip_space();
+    if (i < expr.size()) {
+      if (expr[i] != ',') return bad("expected ',' between thresholds at position " + std::to_string(i + 1));
+      ++i;
+      skip_space();
+      if (i >= expr.size()) return bad("nothing after the last ','");
+    }
+  }
+  return rule;
+}
+
+std::optional<std::string> crossed(const FailOn& rule, const Report& report) {
+  for (const Threshold& t : rule) {
+    double v = *metric_value(report, t.metric);
+    bool hit = (t.op == ">" && v > t.value) || (t.op == ">=" && v >= t.value) || (t.op == "<" && v < t.value) ||
+               (t.op == "<=" && v <= t.value) || (t.op == "==" && v == t.value) || (t.op == "!=" && v != t.value);
+    if (hit) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s is %.6g, which crosses the threshold %s%s%.6g", t.metric.c_str(), v, t.metric.c_str(), t.op.c_str(),
+                    t.value);
+      return std::string(buf);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tc::analysis

@@ -1,0 +1,118 @@
+#include "shape_plan.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tc::analysis {
+
+namespace {
+
+int64_t round_up8(int64_t v) { return (v + 7) / 8 * 8; }
+
+}  // namespace
+
+ShapePlan plan_for(const std::vector<DimValue>& values) {
+  ShapePlan p;
+  // Compile cost per graph: the mean over values that compiled.
+  double csum = 0;
+  int64_t cn = 0;
+  for (const DimValue& d : values) {
+    csum += d.compile_s;
+    cn += d.compilations;
+    p.observed_total_s += d.compile_s + d.execute_s;
+  }
+  p.compile_per_graph_s = cn ? csum / static_cast<double>(cn) : 0;
+
+  // Execute time per step as a + b * v, weighted by steps.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int points = 0;
+  for (const DimValue& d : values) {
+    if (d.steps == 0) continue;
+    double w = static_cast<double>(d.steps), x = static_cast<double>(d.value), y = d.execute_s / static_cast<double>(d.steps);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+    ++points;
+  }
+  double denom = sw * sxx - sx * sx;
+  if (points >= 2 && denom > 0) {
+    p.exec_b = (sw * sxy - sx * sy) / denom;
+    p.exec_a = (sy - p.exec_b * sx) / sw;
+  }
+  if (points < 2 || denom <= 0 || p.exec_b < 0 || p.exec_a < 0) {
+    // Too few points for a line, or a nonsense one: time proportional to size.
+    p.exec_a = 0;
+    p.exec_b = sx > 0 ? sy / sx : 0;
+  }
+  auto step_time = [&](int64_t v) { return p.exec_a + p.exec_b * static_cast<double>(v); };
+
+  int64_t total_steps = 0, executed = 0;
+  for (const DimValue& d : values) {
+    total_steps += d.steps;
+    executed += d.steps * d.value;
+  }
+
+  // Pad to one size.
+  p.pad_to = round_up8(values.back().value);
+  p.pad_total_s = p.compile_per_graph_s;
+  int64_t padded = 0;
+  for (const DimValue& d : values) {
+    p.pad_total_s += static_cast<double>(d.steps) * step_time(p.pad_to);
+    padded += d.steps * p.pad_to;
+  }
+  p.pad_waste = padded > 0 ? 1.0 - static_cast<double>(executed) / static_cast<double>(padded) : 0;
+  p.pad_saving_s = p.observed_total_s - p.pad_total_s;
+
+  // Buckets: f[j] = best cost of covering values[0..j) with the last bucket
+  // at round_up8(values[j-1]).
+  size_t n = values.size();
+  std::vector<double> f(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<size_t> from(n + 1, 0);
+  f[0] = 0;
+  for (size_t j = 1; j <= n; ++j) {
+    int64_t cap = round_up8(values[j - 1].value);
+    double exec = 0;
+    for (size_t i = j; i-- > 0;) {
+      exec += static_cast<double>(values[i].steps) * step_time(cap);
+      double c = f[i] + p.compile_per_graph_s + exec;
+      if (c < f[j]) {
+        f[j] = c;
+        from[j] = i;
+      }
+    }
+  }
+  std::vector<int64_t> caps;
+  int64_t bucket_padded = 0;
+  for (size_t j = n; j > 0; j = from[j]) {
+    int64_t cap = round_up8(values[j - 1].value);
+    caps.push_back(cap);
+    for (size_t i = from[j]; i < j; ++i) bucket_padded += values[i].steps * cap;
+  }
+  std::reverse(caps.begin(), caps.end());
+  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+  p.buckets = caps;
+  p.bucket_total_s = f[n];
+  p.bucket_saving_s = p.observed_total_s - p.bucket_total_s;
+  p.bucket_waste = bucket_padded > 0 ? 1.0 - static_cast<double>(executed) / static_cast<double>(bucket_padded) : 0;
+
+  // A short last batch: the most frequent value is the largest, and the
+  // others are rare (at most 10% of the steps).
+  const DimValue* common = &values[0];
+  for (const DimValue& d : values) {
+    if (d.steps > common->steps) common = &d;
+  }
+  int64_t others = total_steps - common->steps;
+  if (common == &values.back() && total_steps > 0 && others * 10 <= total_steps) {
+    p.short_batch = true;
+    p.common_value = common->value;
+    p.short_value = values.front().value;
+    for (const DimValue& d : values) {
+      if (&d != common) p.short_saving_s += d.compile_s;
+    }
+  }
+  return p;
+}
+
+}  // namespace tc::analysis

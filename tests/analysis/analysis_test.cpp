@@ -1,0 +1,404 @@
+// The analysis library on stores written here, row by row, so every number
+// a finding reports follows from rows the test chose.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "../../profiler/analysis/src/shape_plan.h"
+#include "support/json.h"
+#include "support/process.h"
+#include "tc/analysis/diff.h"
+#include "tc/analysis/fail_on.h"
+#include "tc/analysis/report.h"
+#include "tc/store/writer.h"
+
+namespace ta = tc::analysis;
+namespace schema = tc::store::schema;
+using tc::test::TempDir;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;  // ns
+
+// Writes a run the way the collector would, with helpers for each table.
+class StoreBuilder {
+ public:
+  explicit StoreBuilder(const std::string& path) : path_(path) {
+    auto w = tc::store::Writer::create(path, {.overwrite = true});
+    EXPECT_TRUE(w.ok()) << w.status().message();
+    w_ = std::move(*w);
+  }
+  void run(int64_t end_ts, bool complete = true, std::optional<int> code = 0, std::optional<int> sig = std::nullopt) {
+    auto r = w_->row(schema::run);
+    r.i64(1).text("0.1.0").text("[\"./train\",\"--batch\",\"32\"]").text("/work").text("host").text("tc-profile").text("monotonic");
+    r.i64(0).i64(end_ts).i64(0);
+    if (code) r.i64(*code); else r.null();
+    if (sig) r.i64(*sig); else r.null();
+    r.i64(complete).i64(0).i64(0).text("none");
+    ok(r.insert());
+  }
+  void location(int64_t id, const std::string& name, const std::string& file, int64_t line) {
+    ok(w_->row(schema::locations).i64(id).text(name).text(file).text("main").i64(line).insert());
+  }
+  void step(int64_t step, int64_t ts, int64_t dur) { ok(w_->row(schema::steps).null().i64(1).i64(ts).i64(dur).i64(step).i64(1).insert()); }
+  void compilation(int64_t graph, int64_t step, int64_t ts, int64_t dur, const std::string& reason) {
+    auto r = w_->row(schema::compilations);
+    r.null().i64(1).i64(ts).i64(dur).i64(graph).i64(step).text("sig" + std::to_string(graph)).text("erased").text(reason).text("mark_step").i64(1);
+    r.i64(100).i64(60).i64(8).i64(dur / 10).i64(dur / 10).i64(dur / 2).text("built").null().text("/tmp/g.cpp");
+    ok(r.insert());
+  }
+  void shape_input(int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value) {
+    ok(w_->row(schema::compilation_inputs).null().i64(1).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).insert());
+  }
+  void execution(int64_t graph, int64_t step, int64_t ts, int64_t dur) {
+    ok(w_->row(schema::executions).null().i64(1).i64(ts).i64(dur).i64(graph).i64(step).text("mark_step").i64(60).insert());
+  }
+  void explicit_eval(int64_t step, int64_t ts, int64_t dur, const std::string& kind, int64_t loc) {
+    ok(w_->row(schema::explicit_evaluations).null().i64(1).i64(ts).i64(dur).i64(step).text(kind).i64(loc).i64(12).i64(0).insert());
+  }
+  void memory_plan(int64_t graph, int64_t peak, int64_t batch_bytes, int64_t batch, int64_t capacity) {
+    auto r = w_->row(schema::memory_plans);
+    r.null().i64(1).i64(graph).i64(peak).i64(peak - batch_bytes).i64(0).i64(0).i64(batch_bytes).i64(0).i64(0).i64(batch_bytes).i64(batch).i64(capacity);
+    ok(r.insert());
+  }
+  void oom(int64_t ts, int64_t requested, int64_t live, int64_t capacity, int64_t batch) {
+    auto r = w_->row(schema::out_of_memory);
+    r.null().i64(1).i64(ts).i64(3).i64(requested).i64(live).i64(capacity).i64(live / 2).i64(0).i64(0).i64(live - live / 2).i64(0).i64(0).i64(batch);
+    ok(r.insert());
+  }
+  ta::Report finish() {
+    ok(w_->finalize());
+    auto r = tc::store::Reader::open(path_);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    auto rep = ta::analyze(*r);
+    EXPECT_TRUE(rep.ok()) << rep.status().message();
+    return rep.ok() ? *rep : ta::Report{};
+  }
+
+ private:
+  static void ok(const tc::Status& s) { ASSERT_TRUE(s.ok()) << s.message(); }
+  std::string path_;
+  std::unique_ptr<tc::store::Writer> w_;
+};
+
+const ta::Finding* find(const ta::Report& r, const std::string& kind) {
+  for (const auto& f : r.findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+// A run whose input_ids dim 1 takes the lengths in `lengths`, one per step;
+// each new length compiles for `compile_ms`, a step executes in 1 ms + 0.02 ms per token.
+void dynamic_padding_run(StoreBuilder& b, const std::vector<int64_t>& lengths, int64_t compile_ms) {
+  std::map<int64_t, int64_t> graph_of;
+  int64_t ts = 0, prev = -1;
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    int64_t len = lengths[s];
+    auto it = graph_of.find(len);
+    int64_t g;
+    if (it == graph_of.end()) {
+      g = static_cast<int64_t>(graph_of.size()) + 1;
+      graph_of[len] = g;
+      b.compilation(g, static_cast<int64_t>(s), ts, compile_ms * kMs, g == 1 ? "first" : "shape_change");
+      if (g > 1) b.shape_input(g, "input_ids", 1, prev, len);
+      ts += compile_ms * kMs;
+    } else {
+      g = it->second;
+    }
+    int64_t exec = kMs + len * kMs / 50;
+    b.execution(g, static_cast<int64_t>(s), ts, exec);
+    b.step(static_cast<int64_t>(s), ts, exec);
+    ts += exec;
+    prev = len;
+  }
+  b.run(ts);
+}
+
+TEST(ShapePlan, PadsToTheLargestAndBucketsWhenCompilesAreCheap) {
+  // 8 lengths 16..128, 50 steps each; compiling costs 0.5 s, a token 20 us.
+  std::vector<ta::DimValue> v;
+  for (int64_t len = 16; len <= 128; len += 16) {
+    v.push_back({len, 50, 1, 0.5, 50 * (0.001 + static_cast<double>(len) * 2e-5), 0});
+  }
+  ta::ShapePlan p = ta::plan_for(v);
+  EXPECT_EQ(p.pad_to, 128);
+  EXPECT_NEAR(p.exec_b, 2e-5, 1e-9) << "the fitted per-token time";
+  EXPECT_NEAR(p.exec_a, 0.001, 1e-9);
+  EXPECT_NEAR(p.compile_per_graph_s, 0.5, 1e-12);
+  // Padding everything to 128 saves 7 compilations (3.5 s) and costs padded execution.
+  double padded_exec = 400 * (0.001 + 128 * 2e-5);
+  EXPECT_NEAR(p.pad_total_s, 0.5 + padded_exec, 1e-9);
+  EXPECT_NEAR(p.pad_saving_s, p.observed_total_s - p.pad_total_s, 1e-12);
+  EXPECT_GT(p.pad_saving_s, 3.0);
+  // The buckets are at least as good as padding (padding is one of the choices), end at 128, and are increasing multiples of 8.
+  EXPECT_LE(p.bucket_total_s, p.pad_total_s + 1e-12);
+  ASSERT_FALSE(p.buckets.empty());
+  EXPECT_EQ(p.buckets.back(), 128);
+  for (size_t i = 0; i < p.buckets.size(); ++i) {
+    EXPECT_EQ(p.buckets[i] % 8, 0);
+    if (i) {
+      EXPECT_GT(p.buckets[i], p.buckets[i - 1]);
+    }
+  }
+  EXPECT_FALSE(p.short_batch);
+}
+
+TEST(ShapePlan, ExpensiveExecutionMakesMoreBuckets) {
+  std::vector<ta::DimValue> v;
+  for (int64_t len = 32; len <= 512; len += 32) v.push_back({len, 100, 1, 0.01, 100 * (static_cast<double>(len) * 1e-3), 0});
+  ta::ShapePlan p = ta::plan_for(v);
+  // Compiling is nearly free and padding costs 1 ms per token: one bucket per length.
+  EXPECT_EQ(p.buckets.size(), v.size());
+  EXPECT_NEAR(p.bucket_waste, 0.0, 1e-12);
+  EXPECT_GT(p.bucket_saving_s, p.pad_saving_s);
+}
+
+TEST(ShapePlan, ASmallRareLastBatchIsAShortBatch) {
+  std::vector<ta::DimValue> v = {{20, 3, 1, 0.8, 0.003, 0}, {32, 97, 1, 0.8, 0.097, 0}};
+  ta::ShapePlan p = ta::plan_for(v);
+  EXPECT_TRUE(p.short_batch);
+  EXPECT_EQ(p.common_value, 32);
+  EXPECT_EQ(p.short_value, 20);
+  EXPECT_NEAR(p.short_saving_s, 0.8, 1e-12);
+}
+
+TEST(Analysis, DynamicPaddingGivesAComputedShapeChangeFinding) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < 60; ++i) lengths.push_back(12 + (i * 37) % 176);  // many lengths in 12..187
+  dynamic_padding_run(b, lengths, 1000);
+  ta::Report r = b.finish();
+  EXPECT_EQ(r.summary.steps, 60);
+  int64_t distinct = static_cast<int64_t>(std::set<int64_t>(lengths.begin(), lengths.end()).size());
+  EXPECT_EQ(r.summary.compilations, distinct);
+  EXPECT_EQ(r.summary.recompilations, distinct - 1);
+  const ta::Finding* f = find(r, "recompilation.shape_change");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("input_ids dim 1 took " + std::to_string(distinct) + " values"), std::string::npos) << f->title;
+  int64_t hi = *std::max_element(lengths.begin(), lengths.end());
+  EXPECT_NE(f->suggestion.find("Pad input_ids dim 1 to " + std::to_string((hi + 7) / 8 * 8)), std::string::npos) << f->suggestion;
+  // A compilation (1 s) costs more than padding any step (< 4 ms): one size is best, so no buckets are offered.
+  EXPECT_EQ(f->suggestion.find("bucket as {"), std::string::npos) << f->suggestion;
+  EXPECT_GT(f->estimated_saving_s, 0.5 * static_cast<double>(distinct - 1)) << "most of the compile time is saved";
+  tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
+  EXPECT_EQ(e["input"].s, "input_ids");
+  EXPECT_EQ(e["dim"].n, 1);
+  double steps = 0;
+  for (const auto& v : e["values"].a) steps += v["steps"].n;
+  EXPECT_EQ(steps, 60) << "every step is counted under its length";
+}
+
+TEST(Analysis, CheapCompilesAndLongRunsGetBuckets) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  // Short and long sequences, 20 ms compilations, 2000 steps: padding the short
+  // ones to the longest would cost more than compiling a few sizes.
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < 2000; ++i) lengths.push_back(i % 4 == 0 ? 500 + (i % 3) * 4 : 20 + (i % 5) * 8);
+  dynamic_padding_run(b, lengths, 20);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "recompilation.shape_change");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->suggestion.find("bucket as {"), std::string::npos) << f->suggestion;
+  tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
+  EXPECT_GE(e["buckets"]["sizes"].a.size(), 2u);
+  EXPECT_GT(e["buckets"]["estimated_saving_s"].n, e["pad"]["estimated_saving_s"].n);
+}
+
+TEST(Analysis, ShortLastBatchSuggestsDropLast) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  std::vector<int64_t> batches;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (int i = 0; i < 30; ++i) batches.push_back(32);
+    batches.push_back(20);
+  }
+  // Reuse the padding helper on dim 0: rename through a dedicated run.
+  std::map<int64_t, int64_t> graph_of;
+  int64_t ts = 0, prev = -1, s = 0;
+  for (int64_t bs : batches) {
+    int64_t g;
+    if (!graph_of.count(bs)) {
+      g = static_cast<int64_t>(graph_of.size()) + 1;
+      graph_of[bs] = g;
+      b.compilation(g, s, ts, 800 * kMs, g == 1 ? "first" : "shape_change");
+      if (g > 1) b.shape_input(g, "features", 0, prev, bs);
+      ts += 800 * kMs;
+    }
+    g = graph_of[bs];
+    b.execution(g, s, ts, kMs);
+    b.step(s++, ts, kMs);
+    ts += kMs;
+    prev = bs;
+  }
+  b.run(ts);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "recompilation.shape_change");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->suggestion.find("drop the last partial batch"), std::string::npos) << f->suggestion;
+  EXPECT_NE(f->suggestion.find("20 instead of 32"), std::string::npos) << f->suggestion;
+  EXPECT_NEAR(f->estimated_saving_s, 0.8, 1e-9);
+}
+
+TEST(Analysis, ExplicitEvaluationsPerCallSite) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.location(7, "item", "/src/train.cpp", 88);
+  b.location(8, "to_host", "/src/train.cpp", 91);
+  int64_t ts = 0;
+  for (int s = 0; s < 20; ++s) {
+    b.step(s, ts, 10 * kMs);
+    b.explicit_eval(s, ts + kMs, 3 * kMs, "item", 7);
+    if (s % 10 == 0) b.explicit_eval(s, ts + 5 * kMs, kMs, "to_host", 8);
+    ts += 10 * kMs;
+  }
+  b.run(ts);
+  ta::Report r = b.finish();
+  EXPECT_EQ(r.summary.explicit_evaluations, 22);
+  std::vector<const ta::Finding*> evals;
+  for (const auto& f : r.findings) {
+    if (f.kind == "explicit_evaluation") evals.push_back(&f);
+  }
+  ASSERT_EQ(evals.size(), 2u);
+  const ta::Finding& item = *evals[0];  // most costly first
+  EXPECT_NE(item.title.find("item() at train.cpp:88 cut the graph 20 times in 20 steps"), std::string::npos) << item.title;
+  EXPECT_NEAR(item.estimated_saving_s, 0.060, 1e-9);
+  tc::test::JsonValue e = tc::test::parse_json(item.evidence_json);
+  EXPECT_NEAR(e["per_step_s"].n, 0.003, 1e-12);
+  EXPECT_EQ(e["graph_cuts"].n, 20);
+  // 3 ms per call against a 10 ms step: every 100 steps leaves 30 us a step, under 1% of it (every 10 would leave 300 us).
+  EXPECT_EQ(e["log_every"].n, 100);
+  EXPECT_NE(item.suggestion.find("after tc::mark_step()"), std::string::npos);
+  EXPECT_NE(item.suggestion.find("log every 100 steps"), std::string::npos);
+}
+
+TEST(Analysis, HeadroomSuggestsABatchThatFitsAndScalesTheLearningRate) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  const int64_t GiB = int64_t{1} << 30;
+  // Batch 32: 1 GiB fixed + 3 GiB that scale with the batch; capacity 16 GiB.
+  b.compilation(1, 0, 0, kMs, "first");
+  b.memory_plan(1, 4 * GiB, 3 * GiB, 32, 16 * GiB);
+  b.step(0, 0, kMs);
+  b.run(10 * kMs);
+  ta::Report r = b.finish();
+  EXPECT_EQ(r.summary.peak_bytes, 4 * GiB);
+  EXPECT_EQ(r.summary.capacity_bytes, 16 * GiB);
+  const ta::Finding* f = find(r, "memory.headroom");
+  ASSERT_NE(f, nullptr);
+  // (16 * 0.9 - 1) GiB / (3/32 GiB per sample) = 142.9 -> 142, rounded down to a multiple of 8: 136.
+  EXPECT_NE(f->title.find("batch 136 fits"), std::string::npos) << f->title;
+  tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
+  EXPECT_EQ(e["largest_batch_that_fits"].n, 136);
+  EXPECT_NEAR(e["lr_scale_linear"].n, 136.0 / 32, 1e-6);
+  EXPECT_NEAR(e["lr_scale_sqrt"].n, std::sqrt(136.0 / 32), 1e-6);
+  EXPECT_NE(f->suggestion.find("by 4.25 (linear) or 2.06 (sqrt)"), std::string::npos) << f->suggestion;
+}
+
+TEST(Analysis, OutOfMemoryNamesTheBatchThatWouldHaveFit) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  const int64_t MiB = int64_t{1} << 20;
+  b.compilation(1, 0, 0, kMs, "first");
+  b.memory_plan(1, 100 * MiB, 64 * MiB, 64, 256 * MiB);  // 36 MiB fixed + 1 MiB per sample
+  b.step(0, 0, kMs);
+  b.oom(5 * kMs, 200 * MiB, 120 * MiB, 256 * MiB, 512);
+  b.run(10 * kMs, false, 1);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "memory.oom");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, ta::Severity::kError);
+  // (256 * 0.9 - 36) MiB / 1 MiB = 194.4 -> 194 -> 192.
+  EXPECT_NE(f->suggestion.find("Use batch 192"), std::string::npos) << f->suggestion;
+  EXPECT_NE(f->suggestion.find("instead of 512"), std::string::npos) << f->suggestion;
+  EXPECT_EQ(find(r, "memory.headroom"), nullptr) << "no headroom advice for a run that ran out";
+}
+
+TEST(Analysis, RecompilationsToTheEndNeverAmortize) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < 40; ++i) lengths.push_back(8 + i);  // a new length every step
+  dynamic_padding_run(b, lengths, 200);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "compile.amortization");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("never amortizes"), std::string::npos) << f->title;
+  EXPECT_GT(*ta::metric_value(r, "compile_share"), 0.9);
+}
+
+TEST(FailOn, ParsesAndCrosses) {
+  ta::Report r;
+  r.summary.recompilations = 3;
+  r.summary.compile_s = 5;
+  r.run.wall_s = 10;
+  auto rule = ta::parse_fail_on("recompilations>2");
+  ASSERT_TRUE(rule.ok()) << rule.status().message();
+  auto why = ta::crossed(*rule, r);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "recompilations is 3, which crosses the threshold recompilations>2");
+  EXPECT_FALSE(ta::crossed(*ta::parse_fail_on("recompilations >= 4"), r).has_value());
+  EXPECT_TRUE(ta::crossed(*ta::parse_fail_on("explicit_evaluations>0, compile_share>=0.5"), r).has_value());
+  EXPECT_FALSE(ta::crossed(*ta::parse_fail_on("compile_share>0.5,steps!=0"), r).has_value());
+  EXPECT_TRUE(ta::crossed(*ta::parse_fail_on("steps==0"), r).has_value());
+}
+
+TEST(FailOn, RejectsWhatItCannotRead) {
+  for (const char* bad : {"", "recompilations", "recompilations>", "recompiles>2", "recompilations=>2", "recompilations>2,", "steps>1e999",
+                          "steps>2x", ",steps>1", "steps>>1"}) {
+    auto r = ta::parse_fail_on(bad);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "' was accepted";
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), tc::StatusCode::kInvalidArgument);
+      EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+    }
+  }
+}
+
+TEST(Report, JsonHasTheDocumentedShape) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  dynamic_padding_run(b, {16, 32, 16, 48}, 100);
+  ta::Report r = b.finish();
+  tc::test::JsonValue j = tc::test::parse_json(ta::to_json(r));
+  EXPECT_EQ(j["schema"].s, "tc-analyze/1");
+  EXPECT_EQ(j["run"]["command"].a.size(), 3u);
+  EXPECT_EQ(j["run"]["complete"].type, tc::test::JsonValue::kBool);
+  EXPECT_EQ(j["run"]["exit_status"].n, 0);
+  EXPECT_GT(j["run"]["wall_s"].n, 0);
+  for (const char* k : {"steps", "compilations", "recompilations", "explicit_evaluations", "compile_s", "execute_s", "peak_bytes", "capacity_bytes"}) {
+    EXPECT_EQ(j["summary"][k].type, tc::test::JsonValue::kNumber) << k;
+  }
+  EXPECT_EQ(j["summary"]["steps"].n, 4);
+  EXPECT_EQ(j["summary"]["recompilations"].n, 2);
+  ASSERT_FALSE(j["findings"].a.empty());
+  for (const auto& f : j["findings"].a) {
+    for (const char* k : {"kind", "severity", "title", "suggestion"}) EXPECT_EQ(f[k].type, tc::test::JsonValue::kString) << k;
+    EXPECT_EQ(f["evidence"].type, tc::test::JsonValue::kObject);
+    EXPECT_EQ(f["estimated_saving_s"].type, tc::test::JsonValue::kNumber);
+    EXPECT_TRUE(f["severity"].s == "info" || f["severity"].s == "warning" || f["severity"].s == "error");
+  }
+}
+
+TEST(Diff, ShowsTheFixWorked) {
+  TempDir dir;
+  StoreBuilder before(dir.file("a.tcdb"));
+  dynamic_padding_run(before, {16, 32, 48, 64, 16, 80}, 500);
+  ta::Report a = before.finish();
+  StoreBuilder after(dir.file("b.tcdb"));
+  dynamic_padding_run(after, {80, 80, 80, 80, 80, 80}, 500);
+  ta::Report b = after.finish();
+  std::string text = ta::diff_text(a, "a.tcdb", b, "b.tcdb");
+  EXPECT_NE(text.find("recompilations"), std::string::npos);
+  EXPECT_NE(text.find("recompilation.shape_change"), std::string::npos) << text;
+  EXPECT_NE(text.find("fixed"), std::string::npos) << text;
+  tc::test::JsonValue j = tc::test::parse_json(ta::diff_json(a, b));
+  EXPECT_EQ(j["a"]["compilations"].n, 5);
+  EXPECT_EQ(j["b"]["compilations"].n, 1);
+}
+
+}  // namespace

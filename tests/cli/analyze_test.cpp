@@ -1,0 +1,222 @@
+// End-to-end: tc-analyze on real stores (tc-test-train under tc-profile) and
+// on every kind of bad input.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "support/json.h"
+#include "support/process.h"
+#include "tc/trace/trace.h"
+
+using tc::test::bin;
+using tc::test::Exit;
+using tc::test::TempDir;
+
+namespace {
+
+std::string record_training(const TempDir& dir, const std::string& name, int steps) {
+  std::string out = dir.file(name);
+  Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-train"), "--steps", std::to_string(steps)});
+  EXPECT_EQ(e.code, 0) << e.err;
+  return out;
+}
+
+Exit analyze(std::vector<std::string> args) {
+  args.insert(args.begin(), bin("tc-analyze"));
+  return tc::test::run(args, {{"NO_COLOR", "1"}});
+}
+
+TEST(Analyze, ReportsATrainingRun) {
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 5);
+  Exit e = analyze({store});
+  if (!tc::trace::kCompiledIn) {
+    EXPECT_EQ(e.code, 12) << "no steps recorded when recording is compiled out: " << e.err;
+    return;
+  }
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("steps     5"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("explicit_evaluation"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("train.cpp"), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("\033["), std::string::npos) << "no colour when stdout is not a terminal";
+}
+
+TEST(Analyze, JsonIsOneObjectAndSubcommandsWork) {
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 4);
+  Exit e = analyze({store, "--json"});
+  if (tc::trace::kCompiledIn) {
+    ASSERT_EQ(e.code, 0) << e.err;
+  }
+  tc::test::JsonValue j = tc::test::parse_json(e.out);
+  EXPECT_EQ(j["schema"].s, "tc-analyze/1");
+  EXPECT_EQ(j["summary"]["steps"].n, tc::trace::kCompiledIn ? 4 : 0);
+  EXPECT_EQ(j["run"]["command"].a.size(), 3u);
+  for (const char* sub : {"report", "recompiles", "evals", "memory", "suggest"}) {
+    Exit s = analyze({sub, store});
+    EXPECT_EQ(s.code, tc::trace::kCompiledIn || std::string(sub) != "report" ? 0 : 12) << sub << ": " << s.err;
+    EXPECT_FALSE(s.out.empty()) << sub;
+  }
+}
+
+TEST(Analyze, FailOnExitsOneWithAReasonAndZeroOtherwise) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 3);
+  Exit crossed = analyze({store, "--fail-on", "explicit_evaluations>0"});
+  EXPECT_EQ(crossed.code, 1);
+  EXPECT_NE(crossed.err.find("explicit_evaluations is 6, which crosses the threshold explicit_evaluations>0"), std::string::npos) << crossed.err;
+  EXPECT_EQ(tc::test::count_lines(crossed.err), 1) << crossed.err;
+  Exit fine = analyze({store, "--fail-on", "recompilations>2", "--fail-on", "steps<3"});
+  EXPECT_EQ(fine.code, 0) << fine.err;
+  Exit json = analyze({store, "--json", "--fail-on", "steps>=3"});
+  EXPECT_EQ(json.code, 1);
+  EXPECT_NO_THROW(tc::test::parse_json(json.out)) << "the JSON is still printed";
+  Exit bad = analyze({store, "--fail-on", "recompiles>2"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown metric 'recompiles'"), std::string::npos) << bad.err;
+}
+
+TEST(Analyze, ARunWithNoStepsIsAnErrorOfItsOwn) {
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  ASSERT_EQ(tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-recorder"), "--events", "10", "--threads", "1", "--end", "exit"}).code, 0);
+  Exit e = analyze({out});
+  EXPECT_EQ(e.code, 12);
+  EXPECT_NE(e.err.find("no training steps"), std::string::npos) << e.err;
+}
+
+TEST(Analyze, AnIncompleteRunIsAnalysedAndMarked) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  // Out of memory: the program exits 3; then a store cut short by a signal.
+  tc::test::Child child({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-recorder"), "--events", "30", "--threads", "1", "--end", "abort"});
+  child.wait();
+  Exit e = analyze({out, "--json"});
+  EXPECT_EQ(e.code, 12) << "it has no steps; the store itself is fine: " << e.err;
+  tc::test::JsonValue j = tc::test::parse_json(e.out);
+  EXPECT_FALSE(j["run"]["complete"].b);
+  EXPECT_EQ(j["run"]["exit_signal"].n, 6);
+  Exit text = analyze({out});
+  EXPECT_NE(text.err.find("did not end normally (killed by signal 6)"), std::string::npos) << text.err;
+}
+
+TEST(Analyze, DiffShowsBothRuns) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  std::string a = record_training(dir, "a.tcdb", 2), b = record_training(dir, "b.tcdb", 6);
+  Exit e = analyze({"diff", a, b});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("steps"), std::string::npos);
+  EXPECT_NE(e.out.find("+4 (+200%)"), std::string::npos) << e.out;
+  Exit j = analyze({"diff", a, b, "--json"});
+  tc::test::JsonValue v = tc::test::parse_json(j.out);
+  EXPECT_EQ(v["a"]["steps"].n, 2);
+  EXPECT_EQ(v["b"]["steps"].n, 6);
+  EXPECT_EQ(analyze({"diff", a}).code, 2) << "diff needs two stores";
+}
+
+// The Trace Event format's rules for what the export writes.
+void check_trace_event_rules(const tc::test::JsonValue& root) {
+  ASSERT_EQ(root.type, tc::test::JsonValue::kObject);
+  const auto& events = root["traceEvents"];
+  ASSERT_EQ(events.type, tc::test::JsonValue::kArray);
+  std::set<std::pair<double, double>> named_threads;
+  for (const auto& e : events.a) {
+    ASSERT_EQ(e.type, tc::test::JsonValue::kObject);
+    ASSERT_EQ(e["ph"].type, tc::test::JsonValue::kString);
+    ASSERT_EQ(e["name"].type, tc::test::JsonValue::kString);
+    ASSERT_EQ(e["pid"].type, tc::test::JsonValue::kNumber);
+    const std::string& ph = e["ph"].s;
+    if (ph == "M") {
+      ASSERT_TRUE(e["name"].s == "process_name" || e["name"].s == "thread_name") << e["name"].s;
+      ASSERT_EQ(e["args"]["name"].type, tc::test::JsonValue::kString);
+      if (e["name"].s == "thread_name") named_threads.insert({e["pid"].n, e["tid"].n});
+      continue;
+    }
+    ASSERT_EQ(e["ts"].type, tc::test::JsonValue::kNumber) << ph;
+    ASSERT_GE(e["ts"].n, 0) << "times are relative to the run's start";
+    if (ph == "X") {
+      ASSERT_EQ(e["dur"].type, tc::test::JsonValue::kNumber);
+      ASSERT_GE(e["dur"].n, 0);
+      ASSERT_EQ(e["tid"].type, tc::test::JsonValue::kNumber);
+      ASSERT_TRUE(named_threads.count({e["pid"].n, e["tid"].n})) << "an event on an unnamed thread";
+    } else if (ph == "i") {
+      ASSERT_TRUE(e["s"].s == "t" || e["s"].s == "p" || e["s"].s == "g");
+    } else if (ph == "C") {
+      ASSERT_EQ(e["args"].type, tc::test::JsonValue::kObject);
+      for (const auto& [k, v] : e["args"].o) ASSERT_EQ(v.type, tc::test::JsonValue::kNumber) << "counter series " << k;
+    } else {
+      FAIL() << "unexpected phase " << ph;
+    }
+  }
+}
+
+TEST(Analyze, ChromeExportFollowsTheTraceEventFormat) {
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 3);
+  std::string json = dir.file("trace.json");
+  Exit e = analyze({"export", store, "--format", "chrome", "-o", json});
+  ASSERT_EQ(e.code, 0) << e.err;
+  tc::test::JsonValue root = tc::test::parse_json(tc::test::read_file(json));
+  check_trace_event_rules(root);
+  if (!tc::trace::kCompiledIn) return;
+  std::set<std::string> cats;
+  for (const auto& ev : root["traceEvents"].a) {
+    if (ev.has("cat")) cats.insert(ev["cat"].s);
+  }
+  for (const char* c : {"step", "execute", "explicit_evaluation"}) EXPECT_TRUE(cats.count(c)) << c;
+  Exit unwritable = analyze({"export", store, "-o", dir.file("missing/trace.json")});
+  EXPECT_EQ(unwritable.code, 7) << unwritable.err;
+}
+
+// Every bad input: one line on stderr, its own exit status, the file untouched.
+TEST(Analyze, BadInputGetsOneLineAndItsOwnExitStatus) {
+  TempDir dir;
+  std::string good = record_training(dir, "good.tcdb", 1);
+  std::string empty = dir.file("empty.tcdb"), random = dir.file("random.tcdb"), truncated = dir.file("truncated.tcdb"),
+              newer = dir.file("newer.tcdb"), other = dir.file("other.sqlite");
+  { std::ofstream created(empty); }
+  {
+    std::ofstream f(random, std::ios::binary);
+    for (int i = 0; i < 5000; ++i) f.put(static_cast<char>((i * 7919 + 13) % 251));
+  }
+  std::filesystem::copy_file(good, truncated);
+  std::filesystem::resize_file(truncated, std::filesystem::file_size(good) / 2);
+  std::filesystem::copy_file(good, newer);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  struct Case {
+    std::string path;
+    int code;
+    const char* says;
+  };
+  const std::vector<Case> cases = {{dir.file("missing.tcdb"), 3, "no such file"}, {dir.path().string(), 4, "directory"}, {empty, 4, "empty"},
+                                   {random, 4, "not"},  {other, 4, "not a tc store"}, {truncated, 5, "truncated"}, {newer, 6, "newer"}};
+  for (const Case& c : cases) {
+    std::string before = std::filesystem::is_regular_file(c.path) ? tc::test::read_file(c.path) : "";
+    for (std::vector<std::string> args : {std::vector<std::string>{c.path}, {c.path, "--json"}, {"export", c.path, "-o", dir.file("x.json")}}) {
+      Exit e = analyze(args);
+      EXPECT_EQ(e.code, c.code) << c.path << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_NE(e.err.find(c.says), std::string::npos) << e.err;
+      EXPECT_TRUE(e.out.empty()) << e.out;
+    }
+    if (std::filesystem::is_regular_file(c.path)) {
+      EXPECT_EQ(tc::test::read_file(c.path), before) << c.path << " was changed";
+    }
+  }
+}
+
+}  // namespace
