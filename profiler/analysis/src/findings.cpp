@@ -260,8 +260,8 @@ int64_t largest_batch(const BatchModel& m, int64_t capacity, double margin) {
 
 std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
   double k = static_cast<double>(to) / static_cast<double>(from);
-  auto q = r.query("SELECT value FROM counters c JOIN locations l ON l.id = c.loc_id WHERE l.name = 'optim.lr' ORDER BY c.ts DESC LIMIT 1");
-  if (q.next()) {
+  auto q = r.query("SELECT last_value FROM counter_series c JOIN locations l ON l.id = c.loc_id WHERE l.name = 'optim.lr'");
+  if (q.next() && !q.is_null(0)) {
     double lr = q.f64(0);
     return "scale lr " + fmt("%.3g", lr) + " to " + fmt("%.3g", lr * k) + " (linear) or " + fmt("%.3g", lr * std::sqrt(k)) + " (sqrt)";
   }

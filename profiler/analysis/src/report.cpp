@@ -79,9 +79,12 @@ Status read_summary(const store::Reader& r, Summary& s) {
       "SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM compilations), "
       "(SELECT count(*) FROM compilations WHERE reason <> 'first'), (SELECT count(*) FROM explicit_evaluations), "
       "(SELECT coalesce(sum(dur), 0) FROM compilations), (SELECT coalesce(sum(dur), 0) FROM executions), "
-      "(SELECT coalesce(max(value), 0) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), "
+      // counter_series is derived at finalize; a store whose writer was killed has none, so scan counters then.
+      "coalesce((SELECT max(max_value) FROM counter_series JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), "
+      "(SELECT max(value) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), 0), "
       "(SELECT coalesce(max(peak_bytes), 0) FROM memory_plans), "
-      "(SELECT max(value) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.capacity_bytes'), "
+      "coalesce((SELECT max(max_value) FROM counter_series JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.capacity_bytes'), "
+      "(SELECT max(value) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.capacity_bytes')), "
       "(SELECT max(capacity_bytes) FROM memory_plans), (SELECT max(capacity_bytes) FROM out_of_memory)");
   if (!q.next()) return q.status().ok() ? Status(StatusCode::kCorrupt, r.path() + ": cannot summarize the store") : q.status();
   s.steps = q.i64(0);

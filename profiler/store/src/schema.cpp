@@ -85,6 +85,24 @@ constexpr ColumnDecl kCountersColumns[] = {
     {"value", "REAL", "the counter's value from ts on"},
 };
 
+constexpr ColumnDecl kCounterSeriesColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"loc_id", "INTEGER", "the counter (locations.id; its name, e.g. 'memory.live_bytes')"},
+    {"samples", "INTEGER", "how many samples counters holds for it"},
+    {"min_value", "REAL", "its smallest value"},
+    {"max_value", "REAL", "its largest value (for memory.live_bytes: the peak)"},
+    {"first_ts", "INTEGER", "its first sample"},
+    {"last_ts", "INTEGER", "its last sample"},
+    {"last_value", "REAL", "the value of its last sample"},
+};
+
+// Two passes over counters, once, when the run ends.
+constexpr std::string_view kCounterSeriesDerive =
+    "CREATE TEMP TABLE tc_counter_last AS SELECT loc_id, value, max(ts) FROM counters GROUP BY loc_id;"
+    "INSERT INTO counter_series SELECT NULL, c.loc_id, count(*), min(c.value), max(c.value), min(c.ts), max(c.ts), "
+    "(SELECT value FROM tc_counter_last t WHERE t.loc_id = c.loc_id) FROM counters c GROUP BY c.loc_id;"
+    "DROP TABLE tc_counter_last;";
+
 constexpr ColumnDecl kDroppedColumns[] = {
     {"id", "INTEGER", "row id"},
     {"upid", "INTEGER", "the process that lost the events (processes.upid)"},
@@ -247,6 +265,10 @@ const TableDecl counters{"counters", "Counter samples (TC_TRACE_COUNTER): a valu
 const TableDecl dropped{"dropped", "Events lost before they reached the store, counted per thread and reason.",
                         kDroppedColumns, {}};
 
+const TableDecl counter_series{"counter_series",
+                               "One row per counter, computed from counters when the run ends, so readers need not scan counters "
+                               "for a peak or a last value. Empty in a store whose writer was killed.",
+                               kCounterSeriesColumns, {}, false, kCounterSeriesDerive};
 const TableDecl steps{"steps", "Training steps: one row per tc::mark_step() call.", kStepsColumns, {}};
 const TableDecl compilations{"compilations", "Every compilation of a cut graph, and why it happened.", kCompilationsColumns,
                              kCompilationsIndexes};
@@ -264,9 +286,9 @@ const TableDecl out_of_memory{"out_of_memory", "Allocations that exceeded the de
 const TableDecl logs{"logs", "Log lines from the compiler and runtime (TC_DEBUG=1 or tc-profile --debug).", kLogsColumns, {}};
 
 std::span<const TableDecl* const> all_tables() {
-  static constexpr std::array<const TableDecl*, 19> kTables = {
+  static constexpr std::array<const TableDecl*, 20> kTables = {
       &run,   &run_env,    &strings,      &locations,          &processes,      &threads,    &ranges,
-      &instants, &counters, &dropped,     &steps,              &compilations,   &compilation_inputs,
+      &instants, &counters, &counter_series, &dropped,     &steps,              &compilations,   &compilation_inputs,
       &compile_passes, &executions, &explicit_evaluations, &memory_plans, &out_of_memory, &logs};
   return kTables;
 }

@@ -401,12 +401,13 @@ Status Writer::finalize() {
   TC_RETURN_IF_ERROR(w.commit_transaction());
   std::string sql = "BEGIN;";
   for (const TableDecl* t : schema::all_tables()) {
+    if (!t->derive.empty()) sql += std::string(t->derive);
     for (const IndexDecl& ix : t->indexes) sql += create_index_sql(*t, ix) + ";";
   }
   sql += "COMMIT;";
   // No ANALYZE: every index leads with the column queries filter on, so the
   // planner picks them without statistics, and ANALYZE costs a full scan.
-  if (Status s = exec(w.db, w.path, sql, "building indexes"); !s.ok()) {
+  if (Status s = exec(w.db, w.path, sql, "building indexes and derived tables"); !s.ok()) {
     sqlite3_exec(w.db, "ROLLBACK", nullptr, nullptr, nullptr);
     return w.failed = s;
   }

@@ -41,11 +41,16 @@ struct TableDecl {
   // Written in bulk (millions of rows): rows are staged and inserted many per
   // statement, so an I/O error surfaces at a later insert() or commit().
   bool bulk = false;
+  // A derived table: filled by these SQL statements when the store is
+  // finalized (a summary of a bulk table, so readers need not scan it).
+  std::string_view derive = {};
 };
 
 namespace schema {
 extern const TableDecl run, run_env, strings, locations, processes, threads, ranges, instants, counters, dropped;
 // Compiler and runtime records (columns id, utid, then the record's fields).
+// Derived at finalize.
+extern const TableDecl counter_series;
 extern const TableDecl steps, compilations, compilation_inputs, compile_passes, executions, explicit_evaluations, memory_plans,
     out_of_memory, logs;
 // Every table of the current version, in creation (and documentation) order.
