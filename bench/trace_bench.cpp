@@ -118,7 +118,7 @@ Ingest bench_ingest(const std::string& path, int threads, int ranges_per_thread)
   }
   tc::collect::Collector c(*region, **writer, tc::collect::gather_run_info({"tc-bench-trace"}, "bench"));
   tc::Status s = c.begin();
-  if (s.ok()) s = c.finish({.exit_code = 0, .complete = true});
+  if (s.ok()) s = c.finish({.exit_code = 0, .exit_signal = std::nullopt, .complete = true});
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!s.ok()) {
     std::fprintf(stderr, "tc-bench-trace: %s\n", s.message().c_str());
