@@ -45,6 +45,18 @@ std::string with_commas(uint64_t n) {
   return s;
 }
 
+std::string human_bytes(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+  return buf;
+}
+
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "tc-profile: %s\n", message.c_str());
   return code;
@@ -174,8 +186,13 @@ int main(int argc, char** argv) {
     if (live && now - last_status > std::chrono::milliseconds(250)) {
       last_status = now;
       tc::collect::CollectorStats st = collector.stats();
-      std::fprintf(stderr, "\r\033[K[tc-profile] %.1f s · %s events · %llu threads", std::chrono::duration<double>(now - started).count(),
-                   with_commas(st.events).c_str(), static_cast<unsigned long long>(st.threads));
+      std::string compile;
+      if (st.steps || st.compilations) {
+        compile = " · step " + with_commas(st.steps) + " · " + with_commas(st.compilations) + " compilations (" + with_commas(st.recompilations) +
+                   " re) · peak " + human_bytes(st.peak_live_bytes);
+      }
+      std::fprintf(stderr, "\r\033[K[tc-profile] %.1f s%s · %s events", std::chrono::duration<double>(now - started).count(), compile.c_str(),
+                   with_commas(st.events).c_str());
     }
   }
   if (live) std::fprintf(stderr, "\r\033[K");

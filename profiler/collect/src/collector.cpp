@@ -234,6 +234,26 @@ struct Collector::Impl {
     return v;
   }();
   std::vector<PendingRecord> pending;  // records naming a string defined in a ring not drained yet
+  CollectorStats live;                 // steps, compilations, peak memory as they arrive
+  uint32_t live_bytes_loc = 0;
+  // Field index of compilations.reason (after id and utid).
+  size_t reason_field = [] {
+    const auto& cols = store::schema::compilations.columns;
+    for (size_t c = 2; c < cols.size(); ++c) {
+      if (cols[c].name == "reason") return c - 2;
+    }
+    return size_t{0};
+  }();
+
+  void count_record(uint16_t kind, const std::vector<int64_t>& f) {
+    if (kind == static_cast<uint16_t>(trace::RecordKind::kStep)) ++live.steps;
+    if (kind != static_cast<uint16_t>(trace::RecordKind::kCompilation)) return;
+    ++live.compilations;
+    if (reason_field < f.size()) {
+      auto it = strings.find(static_cast<uint32_t>(f[reason_field]));
+      if (it != strings.end() && it->second != "first") ++live.recompilations;
+    }
+  }
   uint64_t last_resync_ns = 0;
   std::vector<char> payload;
 
@@ -351,6 +371,7 @@ struct Collector::Impl {
           TC_RETURN_IF_ERROR(
               writer.row(store::schema::counters).null().i64(rr.utid).i64(static_cast<int64_t>(ts)).i64(s.loc).f64(v).insert());
           ++events;
+          if (s.loc == live_bytes_loc && v > live.peak_live_bytes) live.peak_live_bytes = v;
           break;
         }
         case trace::SlotKind::kLocationDef: {
@@ -359,6 +380,7 @@ struct Collector::Impl {
           std::string_view file(p + name.size() + 1);
           std::string_view function(p + name.size() + file.size() + 2);
           TC_RETURN_IF_ERROR(writer.row(store::schema::locations).i64(s.loc).text(name).text(file).text(function).i64(s.value).insert());
+          if (name == "memory.live_bytes") live_bytes_loc = s.loc;
           break;
         }
         case trace::SlotKind::kStringDef: {
@@ -373,6 +395,7 @@ struct Collector::Impl {
           size_t n = static_cast<size_t>(s.arg) / sizeof(int64_t);
           std::vector<int64_t> fields(n);
           std::memcpy(fields.data(), p, n * sizeof(int64_t));
+          count_record(static_cast<uint16_t>(s.loc), fields);
           auto done = write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, false);
           if (!done.ok()) return done.status();
           if (!*done) pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
@@ -572,7 +595,7 @@ Status Collector::finish(const RunEnd& end) {
 }
 
 CollectorStats Collector::stats() const {
-  CollectorStats s;
+  CollectorStats s = impl_->live;
   s.events = impl_->events;
   s.dropped = impl_->total_dropped();
   s.threads = impl_->threads.size();

@@ -58,6 +58,11 @@ struct CollectorStats {
   uint64_t dropped = 0;  // events producers could not write (full ring for too long, no ring)
   uint64_t threads = 0;
   uint64_t processes = 0;
+  // What the compiler has reported so far (for tc-profile's status line).
+  uint64_t steps = 0;
+  uint64_t compilations = 0;
+  uint64_t recompilations = 0;   // compilations whose reason is not 'first'
+  double peak_live_bytes = 0;    // highest memory.live_bytes sample
 };
 
 class Collector {
