@@ -81,21 +81,37 @@ RunInfo gather_run_info(std::vector<std::string> command, std::string collector)
 
 // ---------------------------------------------------------------- ClockMap
 
-ClockMap::ClockMap(bool tsc) : tsc_(tsc) {
-  if (!tsc_) return;
-  // Initial slope from a short busy calibration; resync() refines it.
-  auto sample = [](uint64_t& t, double& n) {
+namespace {
+
+// One (ticks, ns) pair read as close together as possible: the pair with the
+// narrowest TSC window of several tries, so a preemption between the reads
+// (common on a loaded machine) cannot skew it. False if every try was wide.
+bool sample_pair(uint64_t& t, double& n) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 16; ++i) {
     uint64_t a = trace::read_clock(trace::ClockKind::kTsc);
     uint64_t ns = trace::monotonic_ns();
     uint64_t b = trace::read_clock(trace::ClockKind::kTsc);
-    t = a + (b - a) / 2;
-    n = static_cast<double>(ns);
-  };
-  uint64_t t1;
-  double n1;
-  sample(first_t_, first_n_);
+    if (b - a < best) {
+      best = b - a;
+      t = a + (b - a) / 2;
+      n = static_cast<double>(ns);
+    }
+  }
+  return best < 100'000;  // ticks: tens of microseconds at any TSC rate
+}
+
+}  // namespace
+
+ClockMap::ClockMap(bool tsc) : tsc_(tsc) {
+  if (!tsc_) return;
+  // Initial slope from a short busy calibration; resync() refines it.
+  while (!sample_pair(first_t_, first_n_)) {
+  }
+  uint64_t t1 = 0;
+  double n1 = 0;
   do {
-    sample(t1, n1);
+    if (!sample_pair(t1, n1)) continue;
   } while (n1 - first_n_ < 10e6 || t1 <= first_t_);
   segments_.push_back({first_t_, first_n_, (n1 - first_n_) / static_cast<double>(t1 - first_t_)});
 }
@@ -115,12 +131,12 @@ uint64_t ClockMap::to_ns(uint64_t t) const {
 
 void ClockMap::resync() {
   if (!tsc_) return;
-  uint64_t a = trace::read_clock(trace::ClockKind::kTsc);
-  uint64_t ns = trace::monotonic_ns();
-  uint64_t b = trace::read_clock(trace::ClockKind::kTsc);
-  uint64_t t = a + (b - a) / 2;
+  uint64_t t = 0;
+  double n = 0;
+  if (!sample_pair(t, n)) return;  // try again at the next pass
   const Segment& last = segments_.back();
-  if (t <= last.t0 || static_cast<double>(ns) - first_n_ < 1e6) return;
+  if (t <= last.t0 || n - first_n_ < 1e6) return;
+  uint64_t ns = static_cast<uint64_t>(n);
   // Continuity: the new segment starts where the current one is at t, so the
   // map stays increasing; its slope steers the error away over about 1 s.
   double base = (static_cast<double>(ns) - first_n_) / static_cast<double>(t - first_t_);
