@@ -1,0 +1,310 @@
+// The timeline: ruler, memory lane, then one lane per thread with its tracks.
+// Draws only from Document::prepared() draw lists; no queries here.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "app.h"
+#include "tc/viewer/palette.h"
+
+namespace tc::viewer::app {
+namespace {
+
+constexpr float kLabelWidth = 190;
+constexpr float kRulerHeight = 22;
+constexpr float kMemoryHeight = 72;
+constexpr float kLaneHeader = 18;
+constexpr float kTrackHeight = 16;
+
+ImU32 col(palette::Rgb c, float scale = 1.0f) {
+  return IM_COL32(static_cast<int>(c.r * scale), static_cast<int>(c.g * scale), static_cast<int>(c.b * scale), 255);
+}
+
+palette::Rgb item_colour(const Timeline& tl, const Track& t, uint32_t i) {
+  switch (t.kind) {
+    case TrackKind::kSteps: return tl.steps[t.ref[i]].step % 2 ? palette::kStepOdd : palette::kStepEven;
+    case TrackKind::kCompilations:
+      switch (tl.compilations[t.ref[i]].reason) {
+        case CompileReason::kFirst: return palette::kCompileFirst;
+        case CompileReason::kShapeChange: return palette::kCompileShape;
+        case CompileReason::kStructureChange: return palette::kCompileStructure;
+        case CompileReason::kOther: return palette::kCompileOther;
+      }
+      break;
+    case TrackKind::kExecutions: return palette::kExecution;
+    case TrackKind::kEvaluations: return palette::kEvaluation;
+    case TrackKind::kInstants: return palette::kInstant;
+    case TrackKind::kRanges: return palette::range_colour(t.ref[i]);
+  }
+  return palette::kCompileOther;
+}
+
+std::string item_label(const Timeline& tl, const Track& t, uint32_t i) {
+  switch (t.kind) {
+    case TrackKind::kSteps: return "step " + std::to_string(tl.steps[t.ref[i]].step);
+    case TrackKind::kCompilations: {
+      const Compilation& c = tl.compilations[t.ref[i]];
+      return "compile g" + std::to_string(c.graph_id) + " " + c.reason_text;
+    }
+    case TrackKind::kExecutions: return "execute g" + std::to_string(tl.executions[t.ref[i]].graph_id);
+    case TrackKind::kEvaluations: {
+      const Evaluation& e = tl.evaluations[t.ref[i]];
+      return e.kind + " " + call_site(tl, e.loc_id);
+    }
+    case TrackKind::kInstants:
+    case TrackKind::kRanges: {
+      const Location* loc = tl.location(t.ref[i]);
+      return loc ? loc->name : "?";
+    }
+  }
+  return {};
+}
+
+// Tick spacing of 1, 2 or 5 times a power of ten, about every 110 pixels.
+int64_t tick_step(double ns_per_px) {
+  double want = ns_per_px * 110;
+  double p = std::pow(10.0, std::floor(std::log10(std::max(want, 1.0))));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (p * m >= want) return std::max<int64_t>(1, static_cast<int64_t>(p * m));
+  }
+  return static_cast<int64_t>(p * 10);
+}
+
+struct Interaction {
+  bool panning = false, selecting = false;
+  float press_x = 0, select_x0 = 0;
+  float moved = 0;
+};
+Interaction g_ui;  // one timeline per process
+
+void draw_ruler(ImDrawList* dl, const Timeline& tl, const ViewWindow& w, ImVec2 origin) {
+  dl->AddRectFilled(origin, ImVec2(origin.x + w.width_px, origin.y + kRulerHeight), col(palette::kLaneHeader));
+  int64_t step = tick_step(1.0 / w.px_per_ns());
+  int64_t first = tl.start_ts + ((w.t0 - tl.start_ts) / step) * step;
+  if (first < w.t0) first += step;
+  for (int64_t t = first; t < w.t1; t += step) {
+    float x = origin.x + w.x_of(t);
+    dl->AddLine(ImVec2(x, origin.y + kRulerHeight - 6), ImVec2(x, origin.y + kRulerHeight), IM_COL32(200, 200, 200, 255));
+    std::string label = format_duration(t - tl.start_ts);
+    dl->AddText(ImVec2(x + 3, origin.y + 3), IM_COL32(210, 210, 210, 255), label.c_str());
+  }
+}
+
+void draw_memory(ImDrawList* dl, const Document& doc, ImVec2 origin, float width, int64_t hover_ts, bool hovered) {
+  const Timeline& tl = *doc.timeline();
+  const Prepared& p = doc.prepared();
+  float bottom = origin.y + kMemoryHeight - 2;
+  float top = origin.y + 12;
+  begin_opaque(dl);
+  dl->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + kMemoryHeight), IM_COL32(30, 33, 40, 255));
+  double max_v = std::max(tl.capacity_bytes, tl.memory.max_value) * 1.05;
+  if (max_v <= 0) max_v = 1;
+  auto y_of = [&](double v) { return bottom - static_cast<float>(v / max_v) * (bottom - top); };
+  for (const CounterColumn& c : p.memory.columns) {
+    dl->AddRectFilled(ImVec2(origin.x + c.x0, y_of(c.hi)), ImVec2(origin.x + c.x1, bottom), col(palette::kMemory));
+  }
+  end_opaque(dl);
+  if (tl.capacity_bytes > 0) {
+    float y = y_of(tl.capacity_bytes);
+    dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + width, y), col(palette::kCapacity), 2.0f);
+    std::string label = "capacity " + format_bytes(tl.capacity_bytes);
+    dl->AddText(ImVec2(origin.x + 4, y - 14), col(palette::kCapacity), label.c_str());
+  }
+  for (const OutOfMemory& o : tl.out_of_memory) {
+    if (o.ts < p.window.t0 || o.ts >= p.window.t1) continue;
+    float x = origin.x + p.window.x_of(o.ts);
+    dl->AddRectFilled(ImVec2(x - 1, top - 10), ImVec2(x + 2, bottom), col(palette::kOutOfMemory));
+    dl->AddTriangleFilled(ImVec2(x - 6, top - 12), ImVec2(x + 7, top - 12), ImVec2(x + 0.5f, top - 4),
+                          col(palette::kOutOfMemory));
+    dl->AddText(ImVec2(x + 6, top - 2), col(palette::kOutOfMemory), "out of memory");
+  }
+  if (hovered) draw_memory_tooltip(doc, hover_ts);
+}
+
+}  // namespace
+
+void draw_timeline_window(App& app, float height) {
+  Document& doc = app.doc();
+  app.selected_pos_.reset();
+  const Timeline* tl = doc.timeline();
+  if (!tl) return;
+  const Prepared& p = doc.prepared();
+  const ViewWindow& w = p.window;
+  ImGuiIO& io = ImGui::GetIO();
+
+  ImGui::BeginChild("timeline", ImVec2(0, height), false, ImGuiWindowFlags_NoScrollWithMouse);
+  const float canvas_w = std::max(50.0f, ImGui::GetContentRegionAvail().x - kLabelWidth - 14);
+  doc.view.width_px = canvas_w;  // the next frame's draw lists match the canvas
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImVec2 top_left = ImGui::GetCursorScreenPos();
+  const float x0 = top_left.x + kLabelWidth;
+  const float bottom = top_left.y + height;
+  const ImVec2 mouse = io.MousePos;
+  const bool over_canvas = ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && mouse.x >= x0 &&
+                           mouse.x < x0 + w.width_px && mouse.y >= top_left.y && mouse.y < bottom;
+  const int64_t mouse_ts = w.t0 + static_cast<int64_t>((mouse.x - x0) / w.px_per_ns());
+
+  // Ruler and memory lane stay put; lanes scroll below them.
+  dl->AddText(ImVec2(top_left.x + 4, top_left.y + 4), IM_COL32(200, 200, 200, 255), "time since start");
+  draw_ruler(dl, *tl, w, ImVec2(x0, top_left.y));
+  const float mem_y = top_left.y + kRulerHeight + 2;
+  dl->AddText(ImVec2(top_left.x + 4, mem_y + 4), col(palette::kMemory), "memory (live bytes)");
+  if (tl->memory.size() > 0) {
+    std::string peak = "peak " + format_bytes(tl->memory.max_value);
+    dl->AddText(ImVec2(top_left.x + 4, mem_y + 20), IM_COL32(180, 180, 180, 255), peak.c_str());
+  }
+  bool over_memory = over_canvas && mouse.y >= mem_y && mouse.y < mem_y + kMemoryHeight;
+  draw_memory(dl, doc, ImVec2(x0, mem_y), w.width_px, mouse_ts, over_memory && !g_ui.panning);
+  ImGui::Dummy(ImVec2(kLabelWidth + w.width_px, kRulerHeight + kMemoryHeight + 4));
+
+  ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
+  ImDrawList* ldl = ImGui::GetWindowDrawList();
+  // Channel 0: opaque fills, drawn without blending; channel 1: text, markers, outlines.
+  ImDrawListSplitter split;
+  split.Split(ldl, 2);
+  split.SetCurrentChannel(ldl, 0);
+  begin_opaque(ldl);
+  float y = ImGui::GetCursorScreenPos().y;
+  const float y_start = y;
+  const float clip_top = ImGui::GetWindowPos().y, clip_bottom = clip_top + ImGui::GetWindowSize().y;
+  EventRef hovered;
+  uint32_t hovered_count = 0;
+  const EventRef sel = doc.selected;
+  for (size_t l = 0; l < tl->lanes.size(); ++l) {
+    const Lane& lane = tl->lanes[l];
+    ldl->AddRectFilled(ImVec2(top_left.x, y), ImVec2(x0 + w.width_px, y + kLaneHeader), col(palette::kLaneHeader));
+    split.SetCurrentChannel(ldl, 1);
+    ldl->AddText(ImVec2(top_left.x + 4, y + 2), IM_COL32(235, 235, 235, 255), lane.name.c_str());
+    split.SetCurrentChannel(ldl, 0);
+    y += kLaneHeader;
+    for (size_t k = 0; k < lane.tracks.size(); ++k) {
+      const Track& t = lane.tracks[k];
+      const float ty = y;
+      y += kTrackHeight;
+      if (ty > clip_bottom || y < clip_top) continue;
+      split.SetCurrentChannel(ldl, 1);
+      ldl->AddText(ImVec2(top_left.x + 12, ty + 1), IM_COL32(170, 170, 170, 255), t.name.c_str());
+      ldl->PushClipRect(ImVec2(x0, ty), ImVec2(x0 + w.width_px, ty + kTrackHeight), true);
+      split.SetCurrentChannel(ldl, 0);
+      const bool marker = t.kind == TrackKind::kEvaluations || t.kind == TrackKind::kInstants;
+      const bool mouse_here = over_canvas && mouse.y >= ty && mouse.y < ty + kTrackHeight;
+      ldl->PushClipRect(ImVec2(x0, ty), ImVec2(x0 + w.width_px, ty + kTrackHeight), true);
+      // Merged items that touch are filled as one rectangle (darker, in the
+      // colour of the run's first event): a dense stretch costs one quad, not
+      // one per pixel column.
+      float run_a = 0, run_b = -1;
+      ImU32 run_colour = 0;
+      auto flush = [&] {
+        if (run_b > run_a) ldl->AddRectFilled(ImVec2(run_a, ty + 1), ImVec2(run_b, ty + kTrackHeight - 1), run_colour);
+        run_b = -1;
+      };
+      for (const DrawItem& it : p.tracks[l][k].items) {
+        float a = x0 + it.x0, b = x0 + it.x1;
+        palette::Rgb c = item_colour(*tl, t, it.first);
+        if (it.count > 1) {
+          if (run_b >= 0 && a <= run_b + 1) {
+            run_b = std::max(run_b, b);
+          } else {
+            flush();
+            run_a = a, run_b = b, run_colour = col(c, 0.75f);
+          }
+        } else {
+          flush();
+          ldl->AddRectFilled(ImVec2(a, ty + 1), ImVec2(b, ty + kTrackHeight - 1), col(c));
+        }
+        if (marker || (b - a > 40 && it.count == 1)) {
+          split.SetCurrentChannel(ldl, 1);
+          if (marker) {  // a triangle so that a short event still shows
+            ldl->AddTriangleFilled(ImVec2(a - 4, ty + 1), ImVec2(a + 5, ty + 1), ImVec2(a + 0.5f, ty + 8), col(c));
+          }
+          if (b - a > 40 && it.count == 1) {
+            std::string label = item_label(*tl, t, it.first);
+            ldl->PushClipRect(ImVec2(a, ty), ImVec2(b, ty + kTrackHeight), true);
+            ldl->AddText(ImVec2(std::max(a, x0) + 3, ty + 1), IM_COL32(15, 15, 15, 255), label.c_str());
+            ldl->PopClipRect();
+          }
+          split.SetCurrentChannel(ldl, 0);
+        }
+        if (mouse_here && mouse.x >= a - (marker ? 4 : 1) && mouse.x <= b + (marker ? 4 : 1)) {
+          hovered = {static_cast<int>(l), static_cast<int>(k), it.first};
+          hovered_count = it.count;
+        }
+      }
+      flush();
+      if (sel.lane == static_cast<int>(l) && sel.track == static_cast<int>(k) && sel.event < t.size()) {
+        float a = x0 + w.x_of(std::max(t.ts[sel.event], w.t0 - 1));
+        float b = x0 + w.x_of(std::min(t.end[sel.event], w.t1 + 1));
+        if (b >= x0 && a <= x0 + w.width_px) {
+          b = std::max(b, a + 2);
+          split.SetCurrentChannel(ldl, 1);
+          ldl->AddRect(ImVec2(a - 1, ty), ImVec2(b + 1, ty + kTrackHeight), col(palette::kSelection), 0, 0, 2.0f);
+          app.selected_pos_ = std::pair{std::clamp((a + b) / 2, x0 + 1, x0 + w.width_px - 1), ty + kTrackHeight / 2};
+          split.SetCurrentChannel(ldl, 0);
+        }
+      }
+      ldl->PopClipRect();
+      split.SetCurrentChannel(ldl, 1);
+      ldl->PopClipRect();
+      split.SetCurrentChannel(ldl, 0);
+    }
+    y += 4;
+  }
+  end_opaque(ldl);
+  split.SetCurrentChannel(ldl, 1);
+  // The selected finding's anchors.
+  const auto& findings = doc.findings();
+  if (doc.selected_finding >= 0 && doc.selected_finding < static_cast<int>(findings.size())) {
+    for (int64_t ts : findings[doc.selected_finding].anchors_ts) {
+      if (ts < w.t0 || ts >= w.t1) continue;
+      float x = x0 + w.x_of(ts);
+      ldl->AddLine(ImVec2(x, clip_top), ImVec2(x, clip_bottom), IM_COL32(255, 160, 0, 255), 2.0f);
+    }
+  }
+  split.Merge(ldl);
+  ImGui::Dummy(ImVec2(kLabelWidth + w.width_px, y - y_start));
+  ImGui::EndChild();
+
+  // Mouse: wheel zooms around the cursor, left drag pans, right drag selects
+  // a time range and zooms to it, a click selects the event under the cursor.
+  if (over_canvas && io.MouseWheel != 0) {
+    doc.zoom(std::pow(0.8, io.MouseWheel), std::clamp((mouse.x - x0) / w.width_px, 0.0f, 1.0f));
+  }
+  if (over_canvas && ImGui::IsMouseClicked(0)) g_ui = {true, false, mouse.x, 0, 0};
+  if (over_canvas && ImGui::IsMouseClicked(1)) g_ui = {false, true, mouse.x, mouse.x, 0};
+  if (g_ui.panning) {
+    g_ui.moved += std::fabs(io.MouseDelta.x) + std::fabs(io.MouseDelta.y);
+    if (io.MouseDelta.x != 0) doc.pan(-io.MouseDelta.x / w.width_px);
+    if (!ImGui::IsMouseDown(0)) {
+      g_ui.panning = false;
+      if (g_ui.moved < 3) doc.select(hovered, false);  // a click, not a drag
+    }
+  }
+  if (g_ui.selecting) {
+    float a = std::min(g_ui.select_x0, mouse.x), b = std::max(g_ui.select_x0, mouse.x);
+    dl->AddRectFilled(ImVec2(a, top_left.y), ImVec2(b, bottom), IM_COL32(255, 255, 255, 40));
+    if (!ImGui::IsMouseDown(1)) {
+      g_ui.selecting = false;
+      if (b - a > 3) {
+        doc.set_view(w.t0 + static_cast<int64_t>((a - x0) / w.px_per_ns()),
+                     w.t0 + static_cast<int64_t>((b - x0) / w.px_per_ns()));
+      }
+    }
+  }
+  // Keyboard: arrows or A/D pan, W/S or up/down zoom, F fits the run, Z zooms
+  // to the selected event.
+  if (!io.WantTextInput) {
+    auto key = [](ImGuiKey k) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(k)); };
+    if (key(ImGuiKey_LeftArrow) || ImGui::IsKeyPressed('A')) doc.pan(-0.1);
+    if (key(ImGuiKey_RightArrow) || ImGui::IsKeyPressed('D')) doc.pan(0.1);
+    if (key(ImGuiKey_UpArrow) || ImGui::IsKeyPressed('W')) doc.zoom(0.8, 0.5);
+    if (key(ImGuiKey_DownArrow) || ImGui::IsKeyPressed('S')) doc.zoom(1.25, 0.5);
+    if (key(ImGuiKey_Home) || ImGui::IsKeyPressed('F')) doc.fit_all();
+    if (ImGui::IsKeyPressed('Z') && doc.selected.valid()) doc.select(doc.selected, true);
+  }
+  if (hovered.valid() && !g_ui.panning && !g_ui.selecting) draw_event_tooltip(doc, hovered, hovered_count);
+  ImGui::EndChild();
+}
+
+}  // namespace tc::viewer::app

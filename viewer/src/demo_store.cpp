@@ -1,0 +1,166 @@
+#include "tc/viewer/demo_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "tc/store/writer.h"
+
+namespace tc::viewer {
+namespace {
+
+namespace schema = store::schema;
+
+enum Loc : int64_t {
+  kStepRange = 1, kForward, kBackward, kOptimizer, kDataLoad, kLive, kCapacity, kLogInstant,
+  kItemSite, kToHostSite, kMarkStepSite, kLossSite,
+};
+
+}  // namespace
+
+StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptions& o) {
+  store::WriterOptions wo;
+  wo.overwrite = true;
+  wo.rows_per_transaction = 1'000'000;
+  auto created = store::Writer::create(path, wo);
+  if (!created.ok()) return created.status();
+  store::Writer& w = **created;
+  const int threads = std::max(1, o.threads);
+  const int steps = std::max(4, o.steps);
+  const int64_t t_start = 1'000'000'000;
+  const int64_t t_end = t_start + steps * o.step_ns;
+  int64_t events = 0;
+
+  TC_RETURN_IF_ERROR(w.row(schema::run)
+                         .i64(1).text("0.1.0").text("[\"./train\",\"--steps\",\"" + std::to_string(steps) + "\"]")
+                         .text("/work").text("demo").text("tc-profile").text("monotonic")
+                         .i64(t_start).i64(t_end).i64(1'700'000'000'000'000'000).i64(0).null().i64(1)
+                         .i64(0).i64(0).text("no device")
+                         .insert());
+  struct L { int64_t id; const char* name; const char* file; const char* fn; int64_t line; };
+  const L locs[] = {
+      {kStepRange, "train.step", "train.cpp", "main", 30},
+      {kForward, "model.forward", "model.cpp", "forward", 12},
+      {kBackward, "model.backward", "model.cpp", "backward", 40},
+      {kOptimizer, "optim.update", "optim.cpp", "step", 8},
+      {kDataLoad, "data.load", "data.cpp", "next_batch", 21},
+      {kLive, "memory.live_bytes", "allocator.cpp", "allocate", 77},
+      {kCapacity, "memory.capacity_bytes", "allocator.cpp", "init", 20},
+      {kLogInstant, "log.flush", "train.cpp", "log", 55},
+      {kItemSite, "item", "train.cpp", "main", 42},
+      {kToHostSite, "to_host", "eval.cpp", "evaluate", 17},
+      {kMarkStepSite, "mark_step", "train.cpp", "main", 48},
+      {kLossSite, "cross_entropy", "train.cpp", "main", 39},
+  };
+  for (const L& l : locs) {
+    TC_RETURN_IF_ERROR(w.row(schema::locations).i64(l.id).text(l.name).text(l.file).text(l.fn).i64(l.line).insert());
+  }
+  TC_RETURN_IF_ERROR(w.row(schema::processes).i64(1).i64(4242).text("train").i64(t_start).i64(t_end).insert());
+  for (int t = 0; t < threads; ++t) {
+    TC_RETURN_IF_ERROR(w.row(schema::threads).i64(t + 1).i64(1).i64(4242 + t)
+                           .text(t == 0 ? "main" : "loader " + std::to_string(t)).insert());
+  }
+
+  // Steps on thread 1: compile on the first step and whenever the sequence
+  // length changes, execute every step, item() every 5th, to_host() every 8th.
+  const int64_t capacity = 16LL << 30;
+  TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(t_start).i64(kCapacity).f64(double(capacity)).insert());
+  ++events;
+  int64_t seq = 128, graph = 0;
+  for (int s = 0; s < steps; ++s) {
+    int64_t ts = t_start + s * o.step_ns;
+    int64_t new_seq = s < steps / 3 ? 128 : s < 2 * steps / 3 ? 256 : 512;
+    bool structure = s == steps / 2;
+    int64_t compile_ns = 0;
+    if (s == 0 || new_seq != seq || structure) {
+      ++graph;
+      compile_ns = o.step_ns * 3 / 5;
+      const char* reason = s == 0 ? "first" : structure ? "structure_change" : "shape_change";
+      TC_RETURN_IF_ERROR(w.row(schema::compilations).null().i64(1).i64(ts + 100'000).i64(compile_ns).i64(graph)
+                             .i64(s).text("a1b2c3d4e5f6" + std::to_string(graph)).text("feedbeef").text(reason)
+                             .text("mark_step").i64(kMarkStepSite).i64(420).i64(260).i64(31)
+                             .i64(compile_ns / 5).i64(compile_ns / 5).i64(compile_ns / 2).text("built")
+                             .text(structure ? "nodes 260 -> 274; first differing op: dropout at model.cpp:19" : "")
+                             .text("/tmp/tc/graph" + std::to_string(graph) + ".cpp")
+                             .insert());
+      ++events;
+      if (std::string_view(reason) == "shape_change") {
+        TC_RETURN_IF_ERROR(w.row(schema::compilation_inputs).null().i64(1).i64(graph).text("input_ids").i64(1)
+                               .i64(seq).i64(new_seq).insert());
+        TC_RETURN_IF_ERROR(w.row(schema::compilation_inputs).null().i64(1).i64(graph).text("labels").i64(1)
+                               .i64(seq).i64(new_seq).insert());
+      }
+      int64_t peak = (4LL << 30) + new_seq * (16LL << 20);
+      TC_RETURN_IF_ERROR(w.row(schema::memory_plans).null().i64(1).i64(graph).i64(peak).i64(1LL << 30)
+                             .i64(1LL << 30).i64(2LL << 30).i64(new_seq * (14LL << 20)).i64(new_seq * (1LL << 20))
+                             .i64(new_seq * (1LL << 20)).i64(new_seq * (16LL << 20)).i64(32).i64(capacity).insert());
+      seq = new_seq;
+    }
+    int64_t exec_ts = ts + 200'000 + compile_ns;
+    int64_t exec_ns = o.step_ns / 4;
+    int64_t step_dur = exec_ts + exec_ns - ts + 100'000;
+    TC_RETURN_IF_ERROR(w.row(schema::steps).null().i64(1).i64(ts).i64(step_dur).i64(s).i64(kMarkStepSite).insert());
+    TC_RETURN_IF_ERROR(w.row(schema::executions).null().i64(1).i64(exec_ts).i64(exec_ns).i64(graph).i64(s)
+                           .text("mark_step").i64(260).insert());
+    events += 2;
+    int64_t ev_ts = ts + step_dur + 300'000;
+    if (s % 5 == 4) {
+      TC_RETURN_IF_ERROR(w.row(schema::explicit_evaluations).null().i64(1).i64(ev_ts).i64(o.step_ns / 10).i64(s)
+                             .text("item").i64(kItemSite).i64(37).i64(0).insert());
+      ++events;
+      ev_ts += o.step_ns / 10 + 100'000;
+    }
+    if (s % 8 == 7) {
+      TC_RETURN_IF_ERROR(w.row(schema::explicit_evaluations).null().i64(1).i64(ev_ts).i64(o.step_ns / 12).i64(s)
+                             .text("to_host").i64(kToHostSite).i64(12).i64(0).insert());
+      ++events;
+    }
+    // Memory: parameters and optimizer state, then activations that grow with
+    // the sequence length through the execution and are freed after it.
+    double base = 4.0 * (1LL << 30);
+    double act = double(seq) * (12LL << 20);
+    for (int k = 0; k <= 8; ++k) {
+      double v = base + act * std::sin(3.14159265 * k / 8);
+      TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(exec_ts + k * exec_ns / 8).i64(kLive).f64(v).insert());
+      ++events;
+    }
+    TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(1).i64(ts + step_dur).i64(kLogInstant).i64(s).insert());
+    ++events;
+  }
+  if (o.out_of_memory) {
+    int64_t ts = t_end - o.step_ns / 3;
+    TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(ts).i64(kLive).f64(double(capacity) * 0.97).insert());
+    TC_RETURN_IF_ERROR(w.row(schema::out_of_memory).null().i64(1).i64(ts + 1000).i64(steps - 1).i64(2LL << 30)
+                           .i64(capacity * 97 / 100).i64(capacity).i64(1LL << 30).i64(1LL << 30).i64(2LL << 30)
+                           .i64(capacity * 97 / 100 - (5LL << 30)).i64(1LL << 30).i64(0).i64(64).insert());
+    events += 2;
+  }
+
+  // User ranges: units of one depth-0 range holding three depth-1 ranges that
+  // each hold two depth-2 ranges (ten ranges a unit), spread over the run.
+  const int64_t per_thread = std::max<int64_t>(10, o.range_events / threads);
+  const int64_t units = per_thread / 10;
+  const int64_t unit_ns = std::max<int64_t>(40, (t_end - t_start) / std::max<int64_t>(units, 1));
+  auto r = w.row(schema::ranges);
+  const int64_t kinds[] = {kDataLoad, kForward, kBackward, kOptimizer};
+  for (int t = 0; t < threads; ++t) {
+    for (int64_t u = 0; u < units; ++u) {
+      int64_t ts = t_start + u * unit_ns + t * (unit_ns / 7);
+      int64_t d0 = unit_ns * 9 / 10;
+      TC_RETURN_IF_ERROR(r.null().i64(t + 1).i64(ts).i64(d0).i64(0).i64(kStepRange).i64(u).insert());
+      for (int c = 0; c < 3; ++c) {
+        int64_t c_ts = ts + 1 + c * (d0 / 3), c_dur = d0 / 3 - 2;
+        TC_RETURN_IF_ERROR(r.null().i64(t + 1).i64(c_ts).i64(c_dur).i64(1).i64(kinds[(c + u) % 4]).i64(c).insert());
+        for (int g = 0; g < 2; ++g) {
+          int64_t g_ts = c_ts + 1 + g * (c_dur / 2), g_dur = std::max<int64_t>(1, c_dur / 2 - 2);
+          TC_RETURN_IF_ERROR(r.null().i64(t + 1).i64(g_ts).i64(g_dur).i64(2).i64(kinds[(c + g + 1) % 4]).i64(g).insert());
+        }
+      }
+      events += 10;
+    }
+  }
+  TC_RETURN_IF_ERROR(w.finalize());
+  return events;
+}
+
+}  // namespace tc::viewer

@@ -1,0 +1,474 @@
+#include "tc/viewer/timeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+namespace tc::viewer {
+namespace {
+
+constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();  // end of a range that never ended
+
+
+// Events of one track as the loader collects them, before sorting.
+struct Pending {
+  std::vector<int64_t> ts, end, arg;
+  std::vector<uint32_t> ref;
+  void add(int64_t t, int64_t e, uint32_t r, int64_t a, bool with_arg) {
+    ts.push_back(t);
+    end.push_back(e);
+    ref.push_back(r);
+    if (with_arg) arg.push_back(a);
+  }
+  void append(Pending&& o) {
+    if (ts.empty()) { *this = std::move(o); return; }
+    ts.insert(ts.end(), o.ts.begin(), o.ts.end());
+    end.insert(end.end(), o.end.begin(), o.end.end());
+    ref.insert(ref.end(), o.ref.begin(), o.ref.end());
+    arg.insert(arg.end(), o.arg.begin(), o.arg.end());
+  }
+};
+
+// end of a [ts, ts+dur) event: at least one ns, so point events are visible.
+int64_t end_of(int64_t ts, int64_t dur) { return dur < 0 ? kOpen : ts + std::max<int64_t>(dur, 1); }
+
+template <typename T>
+void permute(std::vector<T>* v, const std::vector<uint32_t>& order) {
+  if (v->empty()) return;
+  std::vector<T> out(v->size());
+  for (size_t i = 0; i < order.size(); ++i) out[i] = (*v)[order[i]];
+  v->swap(out);
+}
+
+Track finish_track(Pending&& p, TrackKind kind, int depth, std::string name, int64_t run_end) {
+  Track t;
+  t.kind = kind;
+  t.depth = depth;
+  t.name = std::move(name);
+  if (!std::is_sorted(p.ts.begin(), p.ts.end())) {
+    std::vector<uint32_t> order(p.ts.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p.ts[a] < p.ts[b]; });
+    permute(&p.ts, order);
+    permute(&p.end, order);
+    permute(&p.ref, order);
+    permute(&p.arg, order);
+  }
+  for (size_t i = 0; i < p.end.size(); ++i) {
+    if (p.end[i] == kOpen) p.end[i] = std::max(run_end, p.ts[i] + 1);
+  }
+  if (!std::is_sorted(p.end.begin(), p.end.end())) {
+    t.max_end.resize(p.end.size());
+    int64_t m = std::numeric_limits<int64_t>::min();
+    for (size_t i = 0; i < p.end.size(); ++i) t.max_end[i] = m = std::max(m, p.end[i]);
+  }
+  t.ts = std::move(p.ts);
+  t.end = std::move(p.end);
+  t.ref = std::move(p.ref);
+  t.arg = std::move(p.arg);
+  return t;
+}
+
+// Ranges of rows [lo, hi) by id, bucketed per (utid, depth).
+struct RangeChunk {
+  std::map<std::pair<int64_t, int64_t>, Pending> tracks;
+  Status status;
+  int64_t min_ts = kOpen, max_end = std::numeric_limits<int64_t>::min();
+};
+
+void read_ranges(const store::Reader& reader, int64_t lo, int64_t hi, RangeChunk* out) {
+  auto q = reader.query("SELECT utid, ts, dur, depth, loc_id, arg FROM ranges WHERE id >= " + std::to_string(lo) +
+                        " AND id < " + std::to_string(hi));
+  std::pair<int64_t, int64_t> key{-1, -1};
+  Pending* cur = nullptr;
+  while (q.next()) {
+    std::pair<int64_t, int64_t> k{q.i64(0), q.i64(3)};
+    if (k != key || !cur) {
+      key = k;
+      cur = &out->tracks[k];
+    }
+    int64_t ts = q.i64(1), dur = q.i64(2);
+    int64_t e = end_of(ts, dur);
+    out->min_ts = std::min(out->min_ts, ts);
+    if (e != kOpen) out->max_end = std::max(out->max_end, e);
+    cur->add(ts, e, static_cast<uint32_t>(q.i64(4)), q.i64(5), true);
+  }
+  out->status = q.status();
+}
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+const char* track_kind_name(TrackKind kind) {
+  switch (kind) {
+    case TrackKind::kSteps: return "steps";
+    case TrackKind::kCompilations: return "compilations";
+    case TrackKind::kExecutions: return "executions";
+    case TrackKind::kEvaluations: return "explicit evaluations";
+    case TrackKind::kInstants: return "instants";
+    case TrackKind::kRanges: return "ranges";
+  }
+  return "?";
+}
+
+CompileReason parse_compile_reason(std::string_view reason) {
+  if (reason == "first") return CompileReason::kFirst;
+  if (reason == "shape_change") return CompileReason::kShapeChange;
+  if (reason == "structure_change") return CompileReason::kStructureChange;
+  return CompileReason::kOther;
+}
+
+void CounterSeries::build_levels() {
+  levels.clear();
+  max_value = 0;
+  for (double v : value) max_value = std::max(max_value, v);
+  const std::vector<double>* lo = &value;
+  const std::vector<double>* hi = &value;
+  while (lo->size() > kBlock) {
+    Level next;
+    size_t n = (lo->size() + kBlock - 1) / kBlock;
+    next.min.resize(n);
+    next.max.resize(n);
+    for (size_t b = 0; b < n; ++b) {
+      size_t a = b * kBlock, e = std::min(a + kBlock, lo->size());
+      double mn = (*lo)[a], mx = (*hi)[a];
+      for (size_t i = a + 1; i < e; ++i) {
+        mn = std::min(mn, (*lo)[i]);
+        mx = std::max(mx, (*hi)[i]);
+      }
+      next.min[b] = mn;
+      next.max[b] = mx;
+    }
+    levels.push_back(std::move(next));
+    lo = &levels.back().min;
+    hi = &levels.back().max;
+  }
+}
+
+void CounterSeries::min_max(size_t first, size_t last, double* out_lo, double* out_hi) const {
+  double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+  const std::vector<double>* lo = &value;
+  const std::vector<double>* hi = &value;
+  size_t level = 0;  // the arrays lo/hi belong to level-1 (value itself for level 0)
+  while (first < last) {
+    bool coarser = level < levels.size() && last - first >= 2 * kBlock;
+    if (!coarser) {
+      for (size_t i = first; i < last; ++i) {
+        mn = std::min(mn, (*lo)[i]);
+        mx = std::max(mx, (*hi)[i]);
+      }
+      break;
+    }
+    size_t a = (first + kBlock - 1) / kBlock * kBlock, b = last / kBlock * kBlock;
+    for (size_t i = first; i < a; ++i) mn = std::min(mn, (*lo)[i]), mx = std::max(mx, (*hi)[i]);
+    for (size_t i = b; i < last; ++i) mn = std::min(mn, (*lo)[i]), mx = std::max(mx, (*hi)[i]);
+    first = a / kBlock;
+    last = b / kBlock;
+    lo = &levels[level].min;
+    hi = &levels[level].max;
+    ++level;
+  }
+  *out_lo = mn;
+  *out_hi = mx;
+}
+
+std::string call_site(const Timeline& tl, int64_t loc_id) {
+  const Location* loc = tl.location(loc_id);
+  if (!loc) return "?";
+  if (loc->file.empty()) return loc->name.empty() ? "?" : loc->name;
+  return basename_of(loc->file) + ":" + std::to_string(loc->line);
+}
+
+StatusOr<Timeline> load_timeline(const std::string& path, const LoadOptions& options) {
+  auto reader = store::Reader::open(path);
+  if (!reader.ok()) return reader.status();
+  return load_timeline(*reader, options);
+}
+
+StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions& options) {
+  Timeline tl;
+  tl.path = reader.path();
+  int64_t min_ts = kOpen, max_end = std::numeric_limits<int64_t>::min();
+  auto see = [&](int64_t ts, int64_t end) {
+    min_ts = std::min(min_ts, ts);
+    if (end != kOpen) max_end = std::max(max_end, end);
+  };
+
+  // Locations, by id.
+  {
+    auto q = reader.query("SELECT id, name, file, function, line FROM locations ORDER BY id");
+    while (q.next()) {
+      int64_t id = q.i64(0);
+      if (id < 0 || id > (1 << 24)) continue;
+      if (tl.locations.size() <= static_cast<size_t>(id)) tl.locations.resize(id + 1);
+      Location& l = tl.locations[id];
+      l.name = q.text(1);
+      l.file = q.text(2);
+      l.function = q.text(3);
+      l.line = q.i64(4);
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+
+  // Threads with their processes: one lane each, in process order.
+  std::map<int64_t, size_t> lane_of;  // utid -> index in tl.lanes
+  {
+    auto q = reader.query(
+        "SELECT t.utid, t.upid, t.tid, t.name, p.pid, p.name FROM threads t LEFT JOIN processes p ON p.upid = t.upid "
+        "ORDER BY t.upid, t.utid");
+    while (q.next()) {
+      Lane lane;
+      lane.utid = q.i64(0);
+      lane.upid = q.i64(1);
+      lane.tid = q.i64(2);
+      lane.pid = q.i64(4);
+      std::string process = q.text(5).empty() ? "process" : std::string(q.text(5));
+      std::string thread = q.text(3).empty() ? "thread" : std::string(q.text(3));
+      lane.name = process + " " + std::to_string(lane.pid) + " / " + thread + " " + std::to_string(lane.tid);
+      lane_of[lane.utid] = tl.lanes.size();
+      tl.lanes.push_back(std::move(lane));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  // Per lane, per kind: pending events (ranges are keyed by depth below).
+  struct LanePending {
+    Pending steps, compilations, executions, evaluations, instants;
+  };
+  std::map<int64_t, LanePending> pending;
+
+  {
+    auto q = reader.query("SELECT utid, ts, dur, step, loc_id FROM steps ORDER BY ts, id");
+    while (q.next()) {
+      Step s{q.i64(1), q.i64(2), q.i64(3), q.i64(4)};
+      see(s.ts, end_of(s.ts, s.dur));
+      pending[q.i64(0)].steps.add(s.ts, end_of(s.ts, s.dur), static_cast<uint32_t>(tl.steps.size()), 0, false);
+      tl.steps.push_back(s);
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query(
+        "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
+        "diff FROM compilations ORDER BY ts, id");
+    while (q.next()) {
+      Compilation c;
+      c.id = q.i64(0);
+      c.utid = q.i64(1);
+      c.ts = q.i64(2);
+      c.dur = q.i64(3);
+      c.graph_id = q.i64(4);
+      c.step = q.i64(5);
+      c.loc_id = q.i64(6);
+      c.nodes_before = q.i64(7);
+      c.nodes_after = q.i64(8);
+      c.kernels = q.i64(9);
+      c.reason_text = q.text(10);
+      c.reason = parse_compile_reason(c.reason_text);
+      c.trigger = q.text(11);
+      c.cache = q.text(12);
+      c.diff = q.text(13);
+      see(c.ts, end_of(c.ts, c.dur));
+      pending[c.utid].compilations.add(c.ts, end_of(c.ts, c.dur), static_cast<uint32_t>(tl.compilations.size()), 0,
+                                       false);
+      tl.compilations.push_back(std::move(c));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    std::map<std::pair<int64_t, int64_t>, size_t> by_graph;  // (utid, graph_id) -> compilation
+    for (size_t i = 0; i < tl.compilations.size(); ++i) {
+      by_graph.emplace(std::pair{tl.compilations[i].utid, tl.compilations[i].graph_id}, i);
+    }
+    auto q = reader.query("SELECT utid, graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+    while (q.next()) {
+      auto it = by_graph.find({q.i64(0), q.i64(1)});
+      if (it == by_graph.end()) continue;
+      tl.compilations[it->second].inputs.push_back({std::string(q.text(2)), q.i64(3), q.i64(4), q.i64(5)});
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query("SELECT utid, ts, dur, graph_id, step, trigger, nodes FROM executions ORDER BY ts, id");
+    while (q.next()) {
+      Execution e{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5))};
+      see(e.ts, end_of(e.ts, e.dur));
+      pending[q.i64(0)].executions.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.executions.size()), 0,
+                                       false);
+      tl.executions.push_back(std::move(e));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query(
+        "SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
+    while (q.next()) {
+      Evaluation e;
+      e.id = q.i64(0);
+      e.utid = q.i64(1);
+      e.ts = q.i64(2);
+      e.dur = q.i64(3);
+      e.step = q.i64(4);
+      e.kind = q.text(5);
+      e.loc_id = q.i64(6);
+      e.nodes = q.i64(7);
+      e.graph_id = q.i64(8);
+      see(e.ts, end_of(e.ts, e.dur));
+      pending[e.utid].evaluations.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.evaluations.size()), 0,
+                                      false);
+      tl.evaluations.push_back(std::move(e));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query("SELECT utid, ts, loc_id, arg FROM instants");
+    while (q.next()) {
+      int64_t ts = q.i64(1);
+      see(ts, ts + 1);
+      pending[q.i64(0)].instants.add(ts, ts + 1, static_cast<uint32_t>(q.i64(2)), q.i64(3), true);
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query(
+        "SELECT ts, step, requested_bytes, live_bytes, capacity_bytes FROM out_of_memory ORDER BY ts, id");
+    while (q.next()) {
+      tl.out_of_memory.push_back({q.i64(0), q.i64(1), q.i64(2), q.i64(3), q.i64(4)});
+      see(q.i64(0), q.i64(0) + 1);
+      tl.capacity_bytes = std::max(tl.capacity_bytes, static_cast<double>(q.i64(4)));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  {
+    auto q = reader.query("SELECT max(capacity_bytes) FROM memory_plans");
+    while (q.next()) tl.capacity_bytes = std::max(tl.capacity_bytes, static_cast<double>(q.i64(0)));
+    TC_RETURN_IF_ERROR(q.status());
+  }
+
+  // The memory counters, found by their location names.
+  {
+    std::string live_ids, cap_ids;
+    for (size_t id = 0; id < tl.locations.size(); ++id) {
+      const std::string& n = tl.locations[id].name;
+      std::string* ids = n == "memory.live_bytes" ? &live_ids : n == "memory.capacity_bytes" ? &cap_ids : nullptr;
+      if (!ids) continue;
+      if (!ids->empty()) *ids += ",";
+      *ids += std::to_string(id);
+    }
+    tl.memory.name = "memory.live_bytes";
+    if (!live_ids.empty()) {
+      auto q = reader.query("SELECT ts, value FROM counters WHERE loc_id IN (" + live_ids + ")");
+      while (q.next()) {
+        tl.memory.ts.push_back(q.i64(0));
+        tl.memory.value.push_back(q.f64(1));
+      }
+      TC_RETURN_IF_ERROR(q.status());
+      if (!std::is_sorted(tl.memory.ts.begin(), tl.memory.ts.end())) {
+        std::vector<uint32_t> order(tl.memory.ts.size());
+        std::iota(order.begin(), order.end(), 0u);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint32_t a, uint32_t b) { return tl.memory.ts[a] < tl.memory.ts[b]; });
+        permute(&tl.memory.ts, order);
+        permute(&tl.memory.value, order);
+      }
+      if (!tl.memory.ts.empty()) see(tl.memory.ts.front(), tl.memory.ts.back() + 1);
+    }
+    if (!cap_ids.empty()) {
+      auto q = reader.query("SELECT max(value) FROM counters WHERE loc_id IN (" + cap_ids + ")");
+      while (q.next()) tl.capacity_bytes = std::max(tl.capacity_bytes, q.f64(0));
+      TC_RETURN_IF_ERROR(q.status());
+    }
+    tl.memory.build_levels();
+  }
+
+  // Ranges: the bulk of a big store, read in id chunks by parallel Readers.
+  std::vector<RangeChunk> chunks;
+  {
+    int64_t lo = 0, hi = -1;
+    auto q = reader.query("SELECT min(id), max(id) FROM ranges");
+    if (q.next() && !q.is_null(0)) lo = q.i64(0), hi = q.i64(1);
+    TC_RETURN_IF_ERROR(q.status());
+    int64_t rows = options.ranges ? hi - lo + 1 : 0;
+    tl.ranges_loaded = options.ranges;
+    int threads = options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    if (rows < 200000) threads = 1;
+    if (rows > 0) {
+      chunks.resize(threads);
+      std::vector<std::thread> workers;
+      int64_t per = (rows + threads - 1) / threads;
+      for (int i = 0; i < threads; ++i) {
+        int64_t a = lo + i * per, b = std::min(hi + 1, a + per);
+        if (i == 0) {
+          continue;  // read by this thread below, with the caller's Reader
+        }
+        workers.emplace_back([&, i, a, b] {
+          auto own = store::Reader::open(reader.path());
+          if (!own.ok()) {
+            chunks[i].status = own.status();
+            return;
+          }
+          read_ranges(*own, a, b, &chunks[i]);
+        });
+      }
+      read_ranges(reader, lo, std::min(hi + 1, lo + per), &chunks[0]);
+      for (auto& w : workers) w.join();
+      for (const RangeChunk& c : chunks) {
+        TC_RETURN_IF_ERROR(c.status);
+        see(c.min_ts, c.max_end);
+      }
+    }
+  }
+  if (min_ts == kOpen) min_ts = 0, max_end = 1;
+  if (max_end <= min_ts) max_end = min_ts + 1;
+  tl.start_ts = min_ts;
+  tl.end_ts = max_end;
+
+  // Assemble lanes: fixed tracks first, then ranges by depth.
+  auto lane_for = [&](int64_t utid) -> Lane& {
+    auto it = lane_of.find(utid);
+    if (it != lane_of.end()) return tl.lanes[it->second];
+    Lane lane;  // a thread the threads table does not know
+    lane.utid = utid;
+    lane.name = "thread utid " + std::to_string(utid);
+    lane_of[utid] = tl.lanes.size();
+    tl.lanes.push_back(std::move(lane));
+    return tl.lanes.back();
+  };
+  for (auto& [utid, p] : pending) {
+    Lane& lane = lane_for(utid);
+    std::pair<Pending*, TrackKind> kinds[] = {{&p.steps, TrackKind::kSteps},
+                                              {&p.compilations, TrackKind::kCompilations},
+                                              {&p.executions, TrackKind::kExecutions},
+                                              {&p.evaluations, TrackKind::kEvaluations},
+                                              {&p.instants, TrackKind::kInstants}};
+    for (auto& [pend, kind] : kinds) {
+      if (pend->ts.empty()) continue;
+      lane.tracks.push_back(finish_track(std::move(*pend), kind, 0, track_kind_name(kind), tl.end_ts));
+    }
+  }
+  std::map<std::pair<int64_t, int64_t>, Pending> ranges;
+  for (RangeChunk& c : chunks) {
+    for (auto& [key, p] : c.tracks) ranges[key].append(std::move(p));
+  }
+  chunks.clear();
+  for (auto& [key, p] : ranges) {
+    Lane& lane = lane_for(key.first);
+    lane.tracks.push_back(finish_track(std::move(p), TrackKind::kRanges, static_cast<int>(key.second),
+                                       "depth " + std::to_string(key.second), tl.end_ts));
+  }
+  std::erase_if(tl.lanes, [](const Lane& l) { return l.tracks.empty(); });
+  for (const Lane& lane : tl.lanes) {
+    for (const Track& t : lane.tracks) tl.event_count += static_cast<int64_t>(t.size());
+  }
+  return tl;
+}
+
+}  // namespace tc::viewer
