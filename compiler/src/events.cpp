@@ -3,6 +3,9 @@
 #include <tc/tensor.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "tc/trace/trace.h"
 
@@ -73,6 +76,53 @@ void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
   tr::record(tr::RecordKind::kOutOfMemory,
              {i64(tr::now()), current_step(), requested, live, capacity, at(Category::parameter), at(Category::gradient),
               at(Category::optimizer_state), at(Category::activation), at(Category::input), at(Category::other)});
+}
+
+void on_compilation(const CompilationRecord& c) {
+  if (g_observer) g_observer->compilation(c);
+  if (!tr::enabled()) return;
+  uint64_t end = tr::now();
+  auto text = [](const std::string& s) { return s.empty() ? int64_t{0} : static_cast<int64_t>(tr::intern(s)); };
+  tr::record(tr::RecordKind::kCompilation,
+             {i64(c.start), i64(end - c.start), c.graph_id, c.step, text(c.signature), text(c.shape_erased),
+              text(c.reason), text(c.trigger), tr::location_id(c.site_name, c.site), c.nodes_before, c.nodes_after,
+              c.kernels, c.passes_ns, c.codegen_ns, c.build_ns, text(c.cache), text(c.diff), text(c.source_path)});
+}
+
+void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
+                          int64_t new_value) {
+  if (!tr::enabled()) return;
+  tr::record(tr::RecordKind::kCompilationInput, {graph_id, tr::intern(input), dim, old_value, new_value});
+}
+
+void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after) {
+  if (!tr::enabled()) return;
+  tr::record(tr::RecordKind::kCompilePass, {graph_id, i64(start), i64(end - start), tr::intern(pass), nodes_after});
+}
+
+void on_memory_plan(const MemoryPlanRecord& m) {
+  if (g_observer) g_observer->memory_plan(m);
+  if (!tr::enabled()) return;
+  auto at = [&](Category k) { return m.by_category[static_cast<size_t>(k)]; };
+  tr::record(tr::RecordKind::kMemoryPlan,
+             {m.graph_id, m.peak, at(Category::parameter), at(Category::gradient), at(Category::optimizer_state),
+              at(Category::activation) + at(Category::other), at(Category::input), m.workspace, m.batch_bytes,
+              m.batch_size, m.capacity});
+}
+
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TC_DEBUG");
+    return e && *e && std::string_view(e) != "0";
+  }();
+  return on;
+}
+
+void log_debug(const std::string& message) {
+  if (!debug_enabled()) return;
+  std::fprintf(stderr, "[tc] %s\n", message.c_str());
+  if (!tr::enabled()) return;
+  tr::record(tr::RecordKind::kLog, {i64(tr::now()), tr::intern("debug"), tr::intern(message)});
 }
 
 }  // namespace tc::events

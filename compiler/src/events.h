@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <source_location>
+#include <string>
 
 #include "tc/error.h"
 
@@ -36,6 +37,28 @@ void on_free(int64_t bytes, Category c, int64_t live);
 void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
                       const std::array<int64_t, kCategoryCount>& live_by_category);
 
+// ---- the compiled path ----------------------------------------------------
+struct CompilationRecord {
+  uint64_t start = 0;  // ticks()
+  int64_t graph_id = 0, step = 0;
+  std::string signature, shape_erased, reason, trigger, diff, source_path, cache;
+  const char* site_name = "mark_step";
+  std::source_location site;
+  int64_t nodes_before = 0, nodes_after = 0, kernels = 0, passes_ns = 0, codegen_ns = 0, build_ns = 0;
+};
+void on_compilation(const CompilationRecord& c);
+void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
+                          int64_t new_value);
+void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after);
+struct MemoryPlanRecord {
+  int64_t graph_id = 0, peak = 0, workspace = 0, batch_bytes = 0, batch_size = 0, capacity = 0;
+  std::array<int64_t, kCategoryCount> by_category{};
+};
+void on_memory_plan(const MemoryPlanRecord& m);
+// TC_DEBUG=1: the line goes to stderr and to the logs table.
+bool debug_enabled();
+void log_debug(const std::string& message);
+
 // Test-only observer (not for production use): sees explicit evaluations,
 // mark_steps and out-of-memory events. nullptr to detach.
 struct TestObserver {
@@ -45,6 +68,8 @@ struct TestObserver {
   virtual void mark_step(int64_t step) {}
   virtual void graph_executed(ExecTrigger trigger, int64_t nodes) {}
   virtual void out_of_memory(int64_t requested, int64_t live, int64_t capacity) {}
+  virtual void compilation(const CompilationRecord& c) {}
+  virtual void memory_plan(const MemoryPlanRecord& m) {}
 };
 void set_test_observer(TestObserver* observer);
 

@@ -277,9 +277,14 @@ void execute_node(Node& n) {
     case Op::Random: {
       float* o = n.data->as<float>();
       bool normal = n.attrs.ints[0] == 0;
+      uint64_t seed = n.attrs.seed;
+      if (!n.inputs.empty()) {  // the seed is a device input (structure stays the same across steps)
+        const int32_t* s = n.inputs[0]->data->as<int32_t>();
+        seed = static_cast<uint64_t>(static_cast<uint32_t>(s[0])) | static_cast<uint64_t>(static_cast<uint32_t>(s[1])) << 32;
+      }
       for (int64_t i = 0; i < n.numel(); ++i)
-        o[i] = static_cast<float>(normal ? normal01(n.attrs.seed, static_cast<uint64_t>(i))
-                                         : uniform01(n.attrs.seed, static_cast<uint64_t>(i)));
+        o[i] = static_cast<float>(normal ? normal01(seed, static_cast<uint64_t>(i))
+                                         : uniform01(seed, static_cast<uint64_t>(i)));
       break;
     }
     case Op::Arange:

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compile.h"
 #include "events.h"
 #include "ir.h"
 
@@ -109,19 +110,22 @@ Graph cut(const std::vector<Node*>& outputs) {
   return g;
 }
 
-void run_graph(const Graph& g, Trigger trigger) {
-  if (g.nodes.empty()) return;
+int64_t run_graph(const Graph& g, Trigger trigger, const std::source_location& site) {
+  if (g.nodes.empty()) return 0;
+  if (trigger != Trigger::eager_op && !state().eager) return run_compiled(g, trigger, site);
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   execute_eager(g);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger),
                             static_cast<int64_t>(g.nodes.size()), now_ns() - t0, start, 0);
+  return 0;
 }
 
-int64_t realize(Node* node, Trigger trigger) {
+int64_t realize(Node* node, Trigger trigger, const std::source_location& site, int64_t* graph_id) {
   if (node->realized()) return 0;
   Graph g = cut({node});
-  run_graph(g, trigger);
+  int64_t id = run_graph(g, trigger, site);
+  if (graph_id) *graph_id = id;
   return static_cast<int64_t>(g.nodes.size());
 }
 
@@ -132,8 +136,9 @@ void explicit_eval(const Tensor& t, events::EvalKind kind, const std::source_loc
   if (n.realized()) return;
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
-  int64_t nodes = realize(&n, Trigger::explicit_eval);
-  events::on_explicit_evaluation(kind, where, nodes, now_ns() - t0, start, 0);
+  int64_t graph_id = 0;
+  int64_t nodes = realize(&n, Trigger::explicit_eval, where, &graph_id);
+  events::on_explicit_evaluation(kind, where, nodes, now_ns() - t0, start, graph_id);
 }
 
 template <typename T>
@@ -263,7 +268,7 @@ void mark_step(std::source_location where) {
   for (auto& impl : live)
     if (!impl->node->realized()) outs.push_back(impl->node.get());
   Graph g = cut(outs);
-  run_graph(g, Trigger::mark_step);
+  run_graph(g, Trigger::mark_step, where);
   // Cut the structure: each live tensor now holds a fresh leaf, so the step's
   // graph (and its buffers) is released.
   std::unordered_map<Node*, NodePtr> leaves;

@@ -22,7 +22,8 @@ enum class Op : uint8_t {
   // leaves
   Data,     // host data or a materialized value; `data` holds it
   Fill,     // attrs.scalar
-  Random,   // attrs.seed; attrs.ints[0]: 0 normal, 1 uniform [0, 1)
+  Random,   // attrs.seed, or the seed from input 0 (i32 [2]: low, high halves);
+            // attrs.ints[0]: 0 normal, 1 uniform [0, 1)
   Arange,   // attrs.scalar start, attrs.scalar2 step
   // unary elementwise
   Neg, Relu, Tanh, Sigmoid, Exp, Log, Sqrt, Rsqrt, Abs, Not,
@@ -100,16 +101,20 @@ struct Graph {
 };
 Graph cut(const std::vector<Node*>& outputs);
 
-// Runs a cut graph; afterwards every output has `data`; intermediates are
-// freed as soon as their last user ran. (Issue 4 puts signature, cache and
-// compiled execution here.)
-void run_graph(const Graph& g, Trigger trigger);
+// Runs a cut graph; afterwards every output has `data`. Compiled (signature,
+// cache, compile on a miss; compile.h) unless eager mode is on or the trigger
+// is an eager op. `site` is the call site that cut the graph. Returns the
+// graph id executed (0: the eager executor).
+int64_t run_graph(const Graph& g, Trigger trigger,
+                  const std::source_location& site = std::source_location::current());
 // The eager reference executor.
 void execute_eager(const Graph& g);
 void execute_node(Node& n);  // computes n.data from realized inputs
 
 // Materializes one node (explicit evaluation helper). Returns node count run.
-int64_t realize(Node* node, Trigger trigger);
+int64_t realize(Node* node, Trigger trigger,
+                const std::source_location& site = std::source_location::current(),
+                int64_t* graph_id = nullptr);
 
 inline Node& node_of(const Tensor& t) { return *t.node(); }
 

@@ -522,7 +522,16 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, loc w) {
   need_dtype(x, {DType::f32}, "dropout", w);
   if (p < 0 || p >= 1) misuse("dropout needs 0 <= p < 1", w);
   if (p == 0) return x;
-  Tensor keep = ge(rand(x.shape(), seed, w), constant(p, DType::f32, w), w);
+  // The seed is a device input, not an attribute: a new seed every step keeps
+  // the step's graph (and its compiled code) the same.
+  auto buf = allocate(2 * sizeof(int32_t), Category::other);
+  buf->as<int32_t>()[0] = static_cast<int32_t>(static_cast<uint32_t>(seed));
+  buf->as<int32_t>()[1] = static_cast<int32_t>(static_cast<uint32_t>(seed >> 32));
+  NodePtr seed_node = make_data_node(std::move(buf), DType::i32, {2}, w);
+  Attrs a;
+  a.ints = {1};
+  Tensor r = wrap(make_node(Op::Random, DType::f32, x.shape(), {seed_node}, a, w));
+  Tensor keep = ge(r, constant(p, DType::f32, w), w);
   return where(keep, mul(x, constant(1.0 / (1.0 - p), DType::f32, w), w),
                constant(0.0, DType::f32, w), w);
 }

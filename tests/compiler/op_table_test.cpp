@@ -1,6 +1,8 @@
 // One row per op: forward against a double-precision reference, gradients
-// against central finite differences of that reference (in double), in lazy
-// and in eager mode. Adding an op is one more row in kRows.
+// against central finite differences of that reference (in double), run by
+// the eager executor (OpTable) and compiled (OpTableCompiled: every row's
+// forward value and gradients in one graph, one compilation, compared with
+// the eager results and the reference). Adding an op is one more row in kRows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <tc/tc.h>
 
 #include "random.h"  // compiler/src: the counter-based RNG, for random ops' references
+#include "events.h"  // compiler/src: counts compilations
 #include "ref.h"
 
 namespace {
@@ -361,9 +364,83 @@ std::string row_name(const ::testing::TestParamInfo<std::tuple<std::size_t, bool
   return std::string(rows()[std::get<0>(info.param)].name) + (std::get<1>(info.param) ? "_eager" : "_lazy");
 }
 
+// Eager rows; the compiled path runs all rows at once below (one compilation
+// instead of one per row keeps the suite fast).
 INSTANTIATE_TEST_SUITE_P(Ops, OpTable,
                          ::testing::Combine(::testing::Range<std::size_t>(0, rows().size()),
-                                            ::testing::Bool()),
+                                            ::testing::Values(true)),
                          row_name);
+
+struct RowValues {
+  std::vector<float> fwd;
+  std::vector<std::vector<float>> grads;
+};
+
+// Every row's forward value and gradients (of sum(out * w)), built lazily and
+// materialized by one mark_step(), or run eagerly.
+std::vector<RowValues> all_rows(bool eager_mode) {
+  tc::set_eager(eager_mode);
+  std::vector<Ts> fwd(rows().size()), grads(rows().size());
+  for (std::size_t index = 0; index < rows().size(); ++index) {
+    const Row& row = rows()[index];
+    auto xs = make_inputs(row, 1234 + index);
+    Ts ts = to_tensors(row, xs);
+    fwd[index] = {row.build(ts)};
+    if (row.grad_tol < 0) continue;
+    std::mt19937_64 gen(99 + index);
+    std::vector<float> w(static_cast<std::size_t>(fwd[index][0].numel()));
+    for (auto& x : w) x = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(gen));
+    Ts params;
+    for (std::size_t k = 0; k < ts.size(); ++k)
+      if (row.ins[k].dtype == tc::f32) params.push_back(ts[k]);
+    T loss = tc::sum(fwd[index][0] * tc::from_host(w, fwd[index][0].shape()));
+    grads[index] = tc::grad(loss, params);
+  }
+  tc::mark_step();
+  tc::set_eager(false);
+  std::vector<RowValues> out(rows().size());
+  for (std::size_t index = 0; index < rows().size(); ++index) {
+    EXPECT_TRUE(fwd[index][0].is_materialized()) << rows()[index].name;
+    out[index].fwd = fwd[index][0].to_host();
+    for (auto& g : grads[index]) out[index].grads.push_back(g.to_host());
+  }
+  return out;
+}
+
+struct CountCompilations : tc::events::TestObserver {
+  int n = 0;
+  void compilation(const tc::events::CompilationRecord&) override { ++n; }
+};
+
+TEST(OpTableCompiled, EveryRowCompiledInOneGraphMatchesEagerAndReference) {
+  auto eager = all_rows(true);
+  CountCompilations count;
+  tc::events::set_test_observer(&count);
+  auto compiled = all_rows(false);
+  tc::events::set_test_observer(nullptr);
+  EXPECT_LE(count.n, 1);  // one graph for every row (0 when the disk or memory cache had it)
+  for (std::size_t index = 0; index < rows().size(); ++index) {
+    const Row& row = rows()[index];
+    SCOPED_TRACE(row.name);
+    auto xs = make_inputs(row, 1234 + index);
+    Arr want = row.reference(xs);
+    const auto& c = compiled[index];
+    const auto& e = eager[index];
+    ASSERT_EQ(c.fwd.size(), want.v.size());
+    ASSERT_EQ(c.fwd.size(), e.fwd.size());
+    for (std::size_t i = 0; i < c.fwd.size(); ++i) {
+      // Compiled vs the reference: the row's tolerance. Compiled vs eager: 1e-5 relative.
+      EXPECT_LE(std::fabs(c.fwd[i] - want.v[i]), row.fwd_tol * (1 + std::fabs(want.v[i]))) << "forward " << i;
+      EXPECT_LE(std::fabs(c.fwd[i] - e.fwd[i]), 1e-5 * (1 + std::fabs(e.fwd[i]))) << "forward vs eager " << i;
+    }
+    ASSERT_EQ(c.grads.size(), e.grads.size());
+    for (std::size_t p = 0; p < c.grads.size(); ++p) {
+      ASSERT_EQ(c.grads[p].size(), e.grads[p].size());
+      for (std::size_t i = 0; i < c.grads[p].size(); ++i)
+        EXPECT_LE(std::fabs(c.grads[p][i] - e.grads[p][i]), 1e-4 * (1 + std::fabs(e.grads[p][i])))
+            << "gradient " << p << " element " << i << ": compiled " << c.grads[p][i] << " eager " << e.grads[p][i];
+    }
+  }
+}
 
 }  // namespace

@@ -1,0 +1,566 @@
+// Kernel IR construction (fused CGraph -> kernels), in-place updates, and
+// the liveness-based arena planner.
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "compile.h"
+
+namespace tc::detail {
+namespace {
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+struct Builder {
+  const CGraph& g;
+  const std::vector<int>& buf_of;  // node -> buffer, -1 when inlined
+  Kernel& k;
+  int root;
+  int acc_node = -1;  // the reduction an epilogue refers to
+  int zero = -1;
+  // Loads of each buffer, and whether every one of them reads the root's own index.
+  std::map<int, bool> identity_loads;
+  std::vector<int> root_idx;
+
+  int add(KExpr e) {
+    k.ex.push_back(e);
+    return static_cast<int>(k.ex.size()) - 1;
+  }
+  const KExpr& at(int i) const { return k.ex[static_cast<std::size_t>(i)]; }
+  bool is_const(int i, int64_t* v = nullptr) const {
+    if (at(i).k != KOp::IConst) return false;
+    if (v) *v = at(i).i;
+    return true;
+  }
+  int iconst(int64_t v) {
+    if (v == 0 && zero >= 0) return zero;
+    KExpr e{KOp::IConst};
+    e.i = v;
+    int id = add(e);
+    if (v == 0) zero = id;
+    return id;
+  }
+  int ibin(KOp op, int a, int b) {
+    int64_t x, y;
+    if (is_const(a, &x) && is_const(b, &y)) {
+      switch (op) {
+        case KOp::IAdd: return iconst(x + y);
+        case KOp::IMul: return iconst(x * y);
+        case KOp::IDiv: return iconst(x / y);
+        case KOp::IMod: return iconst(x % y);
+        default: break;
+      }
+    }
+    if (op == KOp::IAdd && is_const(a, &x) && x == 0) return b;
+    if (op == KOp::IAdd && is_const(b, &y) && y == 0) return a;
+    if (op == KOp::IMul && ((is_const(a, &x) && x == 0) || (is_const(b, &y) && y == 0))) return iconst(0);
+    if (op == KOp::IMul && is_const(b, &y) && y == 1) return a;
+    if (op == KOp::IMul && is_const(a, &x) && x == 1) return b;
+    if (op == KOp::IDiv && is_const(b, &y) && y == 1) return a;
+    if (op == KOp::IMod && is_const(b, &y) && y == 1) return iconst(0);
+    KExpr e{op};
+    e.a = a;
+    e.b = b;
+    return add(e);
+  }
+  int offset(const Shape& s, const std::vector<int>& idx) {
+    auto st = contiguous_strides(s);
+    int off = iconst(0);
+    for (std::size_t d = 0; d < s.size(); ++d)
+      if (s[d] != 1) off = ibin(KOp::IAdd, off, ibin(KOp::IMul, idx[d], iconst(st[d])));
+    return off;
+  }
+  // Index of an input of shape `in` read by an output of shape `out` (numpy broadcasting).
+  std::vector<int> bcast(const Shape& in, const Shape& out, const std::vector<int>& idx) {
+    std::vector<int> r(in.size());
+    std::size_t lead = out.size() - in.size();
+    for (std::size_t d = 0; d < in.size(); ++d) r[d] = in[d] == 1 ? iconst(0) : idx[lead + d];
+    return r;
+  }
+  int load(int node, const std::vector<int>& idx) {
+    const CNode& n = g.nodes[static_cast<std::size_t>(node)];
+    int b = buf_of[static_cast<std::size_t>(node)];
+    KExpr e{KOp::Load};
+    e.dt = n.dtype;
+    e.buf = b;
+    e.a = offset(n.shape, idx);
+    bool ident = n.shape == g.nodes[static_cast<std::size_t>(root)].shape && idx == root_idx;
+    auto [it, fresh] = identity_loads.emplace(b, ident);
+    if (!fresh) it->second = it->second && ident;
+    return add(e);
+  }
+  int load_flat(int node, int flat) {
+    int b = buf_of[static_cast<std::size_t>(node)];
+    KExpr e{KOp::Load};
+    e.dt = g.nodes[static_cast<std::size_t>(node)].dtype;
+    e.buf = b;
+    e.a = flat;
+    identity_loads[b] = false;
+    return add(e);
+  }
+
+  int val(int i, const std::vector<int>& idx) {
+    const CNode& n = g.nodes[static_cast<std::size_t>(i)];
+    if (i == acc_node) {
+      KExpr e{KOp::Acc};
+      e.dt = n.dtype;
+      return add(e);
+    }
+    if (n.materialize && i != root) return load(i, idx);
+    auto in = [&](std::size_t k) -> const CNode& { return g.nodes[static_cast<std::size_t>(n.in[k])]; };
+    KExpr e{KOp::FConst};
+    e.dt = n.dtype;
+    e.op = n.op;
+    switch (n.op) {
+      case Op::Fill:
+        e.f = n.attrs.scalar;
+        return add(e);
+      case Op::Arange:
+        e.k = KOp::Arange;
+        e.a = idx.empty() ? iconst(0) : idx[0];
+        e.f = n.attrs.scalar;
+        e.f2 = n.attrs.scalar2;
+        return add(e);
+      case Op::Random:
+        e.k = KOp::Rand;
+        e.a = offset(n.shape, idx);
+        e.f = n.attrs.ints[0];
+        e.i = static_cast<int64_t>(n.attrs.seed);
+        if (!n.in.empty()) {
+          e.b = val(n.in[0], {iconst(0)});
+          e.c = val(n.in[0], {iconst(1)});
+        }
+        return add(e);
+      case Op::Neg: case Op::Relu: case Op::Tanh: case Op::Sigmoid: case Op::Exp: case Op::Log:
+      case Op::Sqrt: case Op::Rsqrt: case Op::Abs: case Op::Not:
+        e.k = KOp::Unary;
+        e.a = val(n.in[0], idx);
+        return add(e);
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Maximum:
+      case Op::Minimum: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+        e.k = KOp::Binary;
+        e.a = val(n.in[0], bcast(in(0).shape, n.shape, idx));
+        e.b = val(n.in[1], bcast(in(1).shape, n.shape, idx));
+        e.dt = in(0).dtype;  // operand type; comparisons produce b8
+        return add(e);
+      case Op::Where:
+        e.k = KOp::Select;
+        e.a = val(n.in[0], bcast(in(0).shape, n.shape, idx));
+        e.b = val(n.in[1], bcast(in(1).shape, n.shape, idx));
+        e.c = val(n.in[2], bcast(in(2).shape, n.shape, idx));
+        return add(e);
+      case Op::Cast:
+        e.k = KOp::Cast;
+        e.a = val(n.in[0], idx);
+        return add(e);
+      case Op::Broadcast:
+        return val(n.in[0], bcast(in(0).shape, n.shape, idx));
+      case Op::Reshape: {
+        int flat = offset(n.shape, idx);
+        if (in(0).materialize) return load_flat(n.in[0], flat);
+        const Shape& s = in(0).shape;
+        auto st = contiguous_strides(s);
+        std::vector<int> r(s.size());
+        for (std::size_t d = 0; d < s.size(); ++d)
+          r[d] = s[d] == 1 ? iconst(0) : ibin(KOp::IMod, ibin(KOp::IDiv, flat, iconst(st[d])), iconst(s[d]));
+        return val(n.in[0], r);
+      }
+      case Op::Permute: {
+        std::vector<int> r(idx.size());
+        for (std::size_t d = 0; d < idx.size(); ++d) r[static_cast<std::size_t>(n.attrs.ints[d])] = idx[d];
+        return val(n.in[0], r);
+      }
+      case Op::Slice: {
+        std::vector<int> r = idx;
+        auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
+        r[ax] = ibin(KOp::IAdd, idx[ax], iconst(n.attrs.ints[1]));
+        return val(n.in[0], r);
+      }
+      case Op::Concat: {
+        auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
+        std::vector<int64_t> start;
+        int64_t at_ = 0;
+        for (std::size_t k = 0; k < n.in.size(); ++k) start.push_back(at_), at_ += in(k).shape[ax];
+        int out = -1;
+        for (std::size_t k = n.in.size(); k-- > 0;) {
+          std::vector<int> r = idx;
+          r[ax] = ibin(KOp::IAdd, idx[ax], iconst(-start[k]));
+          int v = val(n.in[k], r);
+          if (out < 0) {
+            out = v;
+          } else {
+            KExpr lt{KOp::ILt};
+            lt.a = idx[ax];
+            lt.b = iconst(start[k + 1]);
+            KExpr s{KOp::Select};
+            s.dt = n.dtype;
+            s.a = add(lt);
+            s.b = v;
+            s.c = out;
+            out = add(s);
+          }
+        }
+        return out;
+      }
+      case Op::Gather: {
+        auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
+        std::size_t ri = in(1).shape.size();
+        std::vector<int> ii(idx.begin() + static_cast<std::ptrdiff_t>(ax),
+                            idx.begin() + static_cast<std::ptrdiff_t>(ax + ri));
+        KExpr c{KOp::Chk};
+        c.a = val(n.in[1], ii);
+        c.i = in(0).shape[ax];
+        std::vector<int> r(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(ax));
+        int chk = add(c);
+        r.push_back(chk);
+        r.insert(r.end(), idx.begin() + static_cast<std::ptrdiff_t>(ax + ri), idx.end());
+        // The check runs even when the table's value ignores the index (a fill).
+        KExpr seq{KOp::Seq};
+        seq.dt = n.dtype;
+        seq.a = chk;
+        seq.b = val(n.in[0], r);
+        return add(seq);
+      }
+      case Op::OneHot: {
+        std::vector<int> ii(idx.begin(), idx.end() - 1);
+        KExpr eq{KOp::IEq};
+        eq.a = val(n.in[0], ii);
+        eq.b = idx.back();
+        KExpr one{KOp::FConst}, zero_{KOp::FConst};
+        one.dt = zero_.dt = n.dtype;
+        one.f = 1;
+        KExpr s{KOp::Select};
+        s.dt = n.dtype;
+        s.a = add(eq);
+        s.b = add(one);
+        s.c = add(zero_);
+        return add(s);
+      }
+      default:
+        throw Error(std::string("tc: internal: cannot inline op ") + op_name(n.op));
+    }
+  }
+
+  std::vector<int> vars(const Shape& s) {
+    std::vector<int> v;
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == 1) {
+        v.push_back(iconst(0));
+      } else {
+        KExpr e{KOp::Var};
+        e.i = static_cast<int64_t>(d);
+        v.push_back(add(e));
+      }
+    }
+    return v;
+  }
+};
+
+std::string label_of(const CGraph& g, int root) {
+  // The ops inlined into this root, for comments and logs.
+  std::string s = op_name(g.nodes[static_cast<std::size_t>(root)].op);
+  std::vector<int> stack(g.nodes[static_cast<std::size_t>(root)].in);
+  int count = 0;
+  while (!stack.empty() && count < 6) {
+    int i = stack.back();
+    stack.pop_back();
+    const CNode& n = g.nodes[static_cast<std::size_t>(i)];
+    if (n.materialize || n.op == Op::Fill) continue;
+    s += "_";
+    s += op_name(n.op);
+    ++count;
+    stack.insert(stack.end(), n.in.begin(), n.in.end());
+  }
+  return s;
+}
+
+}  // namespace
+
+Program schedule(const CGraph& graph) {
+  CGraph g = graph;
+  // An output that is a leaf, or a second output slot of one node with another
+  // category, gets its own copy (an identity reshape).
+  std::set<int> claimed;
+  for (int& o : g.outputs) {
+    CNode& n = g.nodes[static_cast<std::size_t>(o)];
+    if (n.is_leaf()) {
+      CNode c;
+      c.op = Op::Reshape;
+      c.dtype = n.dtype;
+      c.shape = n.shape;
+      c.in = {o};
+      c.where = n.where;
+      c.materialize = true;
+      g.nodes.push_back(c);
+      o = static_cast<int>(g.nodes.size()) - 1;
+    }
+    claimed.insert(o);
+  }
+  std::vector<bool> is_out(g.nodes.size(), false);
+  for (int o : g.outputs) is_out[static_cast<std::size_t>(o)] = true;
+
+  Program p;
+  p.num_outputs = static_cast<int>(g.outputs.size());
+  std::vector<int> buf_of(g.nodes.size(), -1);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].is_leaf()) p.num_inputs = std::max(p.num_inputs, g.nodes[i].input_slot + 1);
+  p.num_inputs = std::max<int>(p.num_inputs, static_cast<int>(graph.inplace_ok.size()));
+  for (int s = 0; s < p.num_inputs; ++s) p.bufs.push_back({BufKind::input, s});
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const CNode& n = g.nodes[i];
+    if (n.is_leaf()) {
+      buf_of[i] = n.input_slot;
+      p.bufs[static_cast<std::size_t>(n.input_slot)].node = static_cast<int>(i);
+      p.bufs[static_cast<std::size_t>(n.input_slot)].dtype = n.dtype;
+      p.bufs[static_cast<std::size_t>(n.input_slot)].bytes = n.numel() * dtype_size(n.dtype);
+    }
+  }
+  p.output_buf.assign(g.outputs.size(), -1);
+  p.inplace_input.assign(g.outputs.size(), -1);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const CNode& n = g.nodes[i];
+    if (n.is_leaf() || !n.materialize) continue;
+    BufDecl b{is_out[i] ? BufKind::output : BufKind::arena};
+    b.node = static_cast<int>(i);
+    b.dtype = n.dtype;
+    b.bytes = n.numel() * dtype_size(n.dtype);
+    if (is_out[i])
+      for (std::size_t s = 0; s < g.outputs.size(); ++s)
+        if (g.outputs[s] == static_cast<int>(i) && b.slot < 0) b.slot = static_cast<int>(s);
+    buf_of[i] = static_cast<int>(p.bufs.size());
+    p.bufs.push_back(b);
+  }
+  for (std::size_t s = 0; s < g.outputs.size(); ++s) p.output_buf[s] = buf_of[static_cast<std::size_t>(g.outputs[s])];
+
+  // Kernels in topological order of their roots.
+  std::vector<std::map<int, bool>> loads;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const CNode& n = g.nodes[i];
+    if (n.is_leaf() || !n.materialize) continue;
+    Kernel k;
+    k.root = static_cast<int>(i);
+    k.out_buf = buf_of[i];
+    k.out_dtype = n.dtype;
+    k.label = label_of(g, k.root);
+    Builder b{g, buf_of, k, k.root, -1, -1, {}, {}};
+    if (n.op == Op::MatMul) {
+      k.kind = Kernel::MatMul;
+      const Shape &sa = g.nodes[static_cast<std::size_t>(n.in[0])].shape,
+                  &sb = g.nodes[static_cast<std::size_t>(n.in[1])].shape;
+      k.M = sa[sa.size() - 2];
+      k.K = sa.back();
+      k.N = sb.back();
+      k.batch.assign(n.shape.begin(), n.shape.end() - 2);
+      k.a_buf = buf_of[static_cast<std::size_t>(n.mm_base[0])];
+      k.b_buf = buf_of[static_cast<std::size_t>(n.mm_base[1])];
+      k.ta = n.mm_trans[0];
+      k.tb = n.mm_trans[1];
+      auto bst = [&](const Shape& s, int64_t mat) {
+        Shape bs(s.begin(), s.end() - 2);
+        std::vector<int64_t> st(k.batch.size(), 0);
+        auto cs = contiguous_strides(bs);
+        std::size_t lead = k.batch.size() - bs.size();
+        for (std::size_t d = 0; d < bs.size(); ++d) st[lead + d] = bs[d] == 1 ? 0 : cs[d] * mat;
+        return st;
+      };
+      k.a_stride = bst(sa, k.M * k.K);
+      k.b_stride = bst(sb, k.K * k.N);
+      b.identity_loads[k.a_buf] = false;
+      b.identity_loads[k.b_buf] = false;
+    } else if (n.op == Op::ScatterAdd) {
+      k.kind = Kernel::ScatterAdd;
+      const CNode& src = g.nodes[static_cast<std::size_t>(n.in[0])];
+      const CNode& ids = g.nodes[static_cast<std::size_t>(n.in[1])];
+      auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
+      std::size_t ri = ids.shape.size();
+      k.loop = src.shape;
+      auto v = b.vars(src.shape);
+      b.root_idx = {};  // nothing is read at the root's own index
+      k.value = b.val(n.in[0], v);
+      std::vector<int> ii(v.begin() + static_cast<std::ptrdiff_t>(ax), v.begin() + static_cast<std::ptrdiff_t>(ax + ri));
+      KExpr c{KOp::Chk};
+      c.a = b.val(n.in[1], ii);
+      c.i = n.shape[ax];
+      int chk = b.add(c);
+      int64_t inner = 1;
+      for (std::size_t d = ax + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
+      Shape outer_s(n.shape.begin(), n.shape.begin() + static_cast<std::ptrdiff_t>(ax));
+      Shape inner_s(n.shape.begin() + static_cast<std::ptrdiff_t>(ax + 1), n.shape.end());
+      int o = b.offset(outer_s, std::vector<int>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(ax)));
+      int c_off = b.offset(inner_s, std::vector<int>(v.begin() + static_cast<std::ptrdiff_t>(ax + ri), v.end()));
+      k.store = b.ibin(KOp::IAdd, b.ibin(KOp::IMul, b.ibin(KOp::IAdd, b.ibin(KOp::IMul, o, b.iconst(n.shape[ax])), chk), b.iconst(inner)), c_off);
+      k.dim = n.shape[ax];
+    } else if (n.op == Op::Sum || n.op == Op::Max || n.epilogue_of >= 0) {
+      k.kind = Kernel::Reduce;
+      int r = n.epilogue_of >= 0 ? n.epilogue_of : static_cast<int>(i);
+      const CNode& red = g.nodes[static_cast<std::size_t>(r)];
+      const CNode& x = g.nodes[static_cast<std::size_t>(red.in[0])];
+      k.is_max = red.op == Op::Max;
+      k.loop = x.shape;
+      k.reduced.assign(x.shape.size(), false);
+      for (int64_t a : red.attrs.ints) k.reduced[static_cast<std::size_t>(a)] = true;
+      auto v = b.vars(x.shape);
+      std::vector<int> out_idx;
+      for (std::size_t d = 0; d < x.shape.size(); ++d) {
+        if (!k.reduced[d]) out_idx.push_back(v[d]);
+        else if (red.attrs.flag) out_idx.push_back(b.iconst(0));
+      }
+      b.root_idx = out_idx;
+      k.store = b.offset(n.shape, out_idx);
+      b.acc_node = r;
+      int saved_root = b.root;
+      b.root = r;  // the reduction itself is computed here, not loaded
+      k.value = b.val(red.in[0], v);
+      b.root = saved_root;
+      if (n.epilogue_of >= 0) k.epilogue = b.val(k.root, out_idx);
+    } else {
+      k.kind = Kernel::Elementwise;
+      k.loop = n.shape;
+      b.root_idx = b.vars(n.shape);
+      k.value = b.val(k.root, b.root_idx);
+      k.store = b.offset(n.shape, b.root_idx);
+    }
+    for (auto& [buf, ident] : b.identity_loads) k.reads.push_back(buf);
+    loads.push_back(b.identity_loads);
+    p.kernels.push_back(std::move(k));
+  }
+
+  // In-place updates: an output computed elementwise from an input it reads
+  // only at its own index, whose buffer nobody else holds, takes that buffer.
+  // Every other reader of the input must run before the writer.
+  std::vector<std::vector<int>> after(p.kernels.size());  // extra edges: writer after readers
+  std::vector<int> producer(p.bufs.size(), -1);
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) producer[static_cast<std::size_t>(p.kernels[k].out_buf)] = static_cast<int>(k);
+  std::set<int> used_inputs;
+  std::vector<std::pair<std::size_t, int>> inplace;  // (kernel, input slot)
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+    Kernel& kn = p.kernels[k];
+    const BufDecl& ob = p.bufs[static_cast<std::size_t>(kn.out_buf)];
+    if (kn.kind != Kernel::Elementwise || ob.kind != BufKind::output) continue;
+    for (auto& [buf, ident] : loads[k]) {
+      if (buf >= p.num_inputs || !ident || used_inputs.count(buf)) continue;
+      if (static_cast<std::size_t>(buf) >= graph.inplace_ok.size() || !graph.inplace_ok[static_cast<std::size_t>(buf)]) continue;
+      const BufDecl& ib = p.bufs[static_cast<std::size_t>(buf)];
+      if (ib.dtype != ob.dtype || ib.bytes != ob.bytes) continue;
+      used_inputs.insert(buf);
+      inplace.push_back({k, buf});
+      break;
+    }
+  }
+  // Stable topological order with the extra edges (Kahn, lowest index first).
+  auto order_with = [&](const std::vector<std::pair<std::size_t, int>>& ip, std::vector<int>& order) {
+    std::size_t n = p.kernels.size();
+    std::vector<std::set<int>> deps(n);
+    for (std::size_t k = 0; k < n; ++k)
+      for (int b : p.kernels[k].reads)
+        if (producer[static_cast<std::size_t>(b)] >= 0) deps[k].insert(producer[static_cast<std::size_t>(b)]);
+    for (auto& [w, slot] : ip)
+      for (std::size_t k = 0; k < n; ++k)
+        if (k != w && std::count(p.kernels[k].reads.begin(), p.kernels[k].reads.end(), slot)) deps[w].insert(static_cast<int>(k));
+    std::vector<int> indeg(n, 0);
+    std::vector<std::vector<int>> users(n);
+    for (std::size_t k = 0; k < n; ++k)
+      for (int d : deps[k]) ++indeg[k], users[static_cast<std::size_t>(d)].push_back(static_cast<int>(k));
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (std::size_t k = 0; k < n; ++k)
+      if (!indeg[k]) ready.push(static_cast<int>(k));
+    order.clear();
+    while (!ready.empty()) {
+      int k = ready.top();
+      ready.pop();
+      order.push_back(k);
+      for (int u : users[static_cast<std::size_t>(k)])
+        if (--indeg[static_cast<std::size_t>(u)] == 0) ready.push(u);
+    }
+    return order.size() == n;
+  };
+  std::vector<int> order;
+  if (!order_with(inplace, order)) {
+    inplace.clear();
+    order_with(inplace, order);
+  }
+  for (auto& [w, slot] : inplace) {
+    int old = p.kernels[w].out_buf;
+    for (std::size_t s = 0; s < p.output_buf.size(); ++s)
+      if (p.output_buf[s] == old) p.output_buf[s] = slot, p.inplace_input[s] = slot;
+    // Everyone reads the new value from the input's buffer now.
+    for (Kernel& kn : p.kernels) {
+      if (kn.out_buf == old) kn.out_buf = slot;
+      if (kn.a_buf == old) kn.a_buf = slot;
+      if (kn.b_buf == old) kn.b_buf = slot;
+      for (KExpr& e : kn.ex)
+        if (e.k == KOp::Load && e.buf == old) e.buf = slot;
+      for (int& r : kn.reads)
+        if (r == old) r = slot;
+    }
+    p.bufs[static_cast<std::size_t>(old)].bytes = 0;  // never allocated
+    p.bufs[static_cast<std::size_t>(old)].kind = BufKind::arena;
+    p.bufs[static_cast<std::size_t>(old)].node = -1;
+  }
+  std::vector<Kernel> ks;
+  for (int k : order) ks.push_back(std::move(p.kernels[static_cast<std::size_t>(k)]));
+  p.kernels = std::move(ks);
+  return p;
+}
+
+void plan_arena(Program& p, const std::vector<bool>& batch_scaled) {
+  struct Life {
+    int buf;
+    int64_t bytes;
+    int first, last;
+  };
+  std::vector<Life> lives;
+  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+    auto kk = static_cast<int>(k);
+    int ob = p.kernels[k].out_buf;
+    if (first[static_cast<std::size_t>(ob)] < 0) first[static_cast<std::size_t>(ob)] = kk;
+    last[static_cast<std::size_t>(ob)] = std::max(last[static_cast<std::size_t>(ob)], kk);
+    for (int b : p.kernels[k].reads) last[static_cast<std::size_t>(b)] = std::max(last[static_cast<std::size_t>(b)], kk);
+  }
+  for (std::size_t b = 0; b < p.bufs.size(); ++b)
+    if (p.bufs[b].kind == BufKind::arena && p.bufs[b].bytes > 0 && first[b] >= 0)
+      lives.push_back({static_cast<int>(b), (p.bufs[b].bytes + 63) / 64 * 64, first[b], last[b]});
+  // Greedy by size: each buffer at the lowest offset free during its lifetime.
+  std::sort(lives.begin(), lives.end(), [](const Life& a, const Life& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.buf < b.buf;
+  });
+  std::vector<std::pair<int64_t, const Life*>> placed;
+  int64_t top = 0;
+  for (const Life& l : lives) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (auto& [off, o] : placed)
+      if (!(o->last < l.first || l.last < o->first)) busy.push_back({off, off + o->bytes});
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto& [s, e] : busy) {
+      if (at + l.bytes <= s) break;
+      at = std::max(at, e);
+    }
+    p.bufs[static_cast<std::size_t>(l.buf)].offset = at;
+    placed.push_back({at, &l});
+    top = std::max(top, at + l.bytes);
+  }
+  p.arena_bytes = top;
+  // Batch-scaled share of the arena at its busiest kernel.
+  int64_t best_live = -1, best_batch = 0;
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+    int64_t live = 0, batch = 0;
+    for (const Life& l : lives)
+      if (l.first <= static_cast<int>(k) && static_cast<int>(k) <= l.last) {
+        live += l.bytes;
+        int node = p.bufs[static_cast<std::size_t>(l.buf)].node;
+        if (node >= 0 && static_cast<std::size_t>(node) < batch_scaled.size() && batch_scaled[static_cast<std::size_t>(node)])
+          batch += l.bytes;
+      }
+    if (live > best_live) best_live = live, best_batch = batch;
+  }
+  p.arena_peak_batch_bytes = best_live > 0 ? static_cast<int64_t>(static_cast<double>(best_batch) / static_cast<double>(best_live) * static_cast<double>(top)) : 0;
+}
+
+}  // namespace tc::detail

@@ -1,0 +1,53 @@
+// tc-test-compile: a small MLP training loop for the compiled path's
+// end-to-end tests (recompilation reasons, disk cache, memory plans).
+//
+//   tc-test-compile --batches 16,16,24,16 [--tanh-at K]
+//
+// One SGD step per listed batch size, inputs named "x" and "y"; with
+// --tanh-at K step K uses tanh instead of relu (a structure change at the
+// same mark_step call site). Prints one "step S loss L" line per step.
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <tc/tc.h>
+#include <vector>
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> batches = {16, 16, 16};
+  int tanh_at = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--batches") {
+      batches.clear();
+      std::stringstream ss(argv[i + 1]);
+      for (std::string item; std::getline(ss, item, ',');) batches.push_back(std::stoll(item));
+    } else if (a == "--tanh-at") {
+      tanh_at = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K]\n");
+      return 2;
+    }
+  }
+  const int64_t in = 12, hidden = 16, classes = 3;
+  tc::nn::Linear l1(in, hidden, true, 1), l2(hidden, classes, true, 2);
+  std::vector<tc::Tensor> params = l1.parameters();
+  for (auto& p : l2.parameters()) params.push_back(p);
+  tc::optim::SGD opt(params, {.lr = 0.05, .momentum = 0.9});
+  for (std::size_t step = 0; step < batches.size(); ++step) {
+    int64_t b = batches[step];
+    std::vector<float> xs(static_cast<std::size_t>(b * in));
+    std::vector<int32_t> ys(static_cast<std::size_t>(b));
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 37 + step * 11) % 17) / 17.0f - 0.5f;
+    for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int32_t>((i * 7 + step) % classes);
+    auto x = tc::from_host(xs, {b, in}, "x");
+    auto y = tc::from_host(ys, {b}, "y");
+    auto h = l1(x);
+    h = static_cast<int>(step) == tanh_at ? tc::tanh(h) : tc::relu(h);
+    auto loss = tc::nn::cross_entropy(l2(h), y);
+    opt.step(tc::grad(loss, params));
+    tc::mark_step();
+    std::printf("step %zu loss %.6f\n", step, static_cast<double>(loss.item()));
+  }
+  return 0;
+}
