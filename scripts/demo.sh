@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Command 1: set up what is missing, build, record a run under tc-profile and
-# print its analysis. The store stays in demo/ for tc-analyze and tc-viewer.
+# Command 1: set up what is missing, build, train the text classifier on
+# Debian's fortunes under tc-profile with dynamic padding (the trap), and print
+# tc-analyze's report. The store stays in demo/ for tc-viewer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
 mkdir -p demo
-build/bin/tc-profile --force -o demo/demo.tcdb -- build/bin/tc-test-recorder --events 300000 --threads 4 --end exit
+store=demo/text_classifier.tcdb
+build/bin/tc-profile --force -o "$store" -- \
+  build/bin/tc-sample-text-classifier --padding longest --steps 60 --log-every 20
 echo
-build/bin/tc-analyze demo/demo.tcdb
+build/bin/tc-analyze "$store" || true   # findings are the point; a --fail-on gate is for CI
 echo
-echo "The store is demo/demo.tcdb: query it with sqlite3 (schema in docs/schema.md) or read it again with build/bin/tc-analyze."
+echo "The store is $store. Next:"
+echo "  build/bin/tc-viewer $store                     # the timeline (needs a display)"
+echo "  build/bin/tc-analyze recompiles $store         # every compilation and what changed"
+echo "  build/bin/tc-profile -o demo/bucketed.tcdb -- build/bin/tc-sample-text-classifier --padding bucket --steps 60"
+echo "  build/bin/tc-analyze diff $store demo/bucketed.tcdb   # did the fix work?"

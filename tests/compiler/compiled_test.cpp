@@ -166,17 +166,14 @@ TEST(Compiled, TransformerEncoderTrainsLikeEager) {
   EXPECT_LE(compiled.compilations, 1);
 }
 
-TEST(Compiled, TransformerWithDropoutCompilesOnce) {
-  // Dropout draws a new seed every step (a device input), yet the step graph
-  // compiles once. KNOWN GAP: with dropout on, the compiled Transformer's
-  // gradients differ from eager (the forward loss agrees; a small
-  // Linear+Dropout graph agrees, see DropoutGradientsMatchEager), so only the
-  // first loss is compared here until that is found.
+TEST(Compiled, TransformerWithDropoutTrainsLikeEager) {
+  // KNOWN GAP (issue 4): compiled graphs with dropout drifted from eager (and
+  // could turn NaN), so graphs that draw random numbers run on the eager
+  // executor for now: nothing compiles, and the run is eager's exactly.
   RunResult eager = train_transformer(true, 3, 0.1);
   RunResult compiled = train_transformer(false, 3, 0.1);
-  EXPECT_LE(compiled.compilations, 1);
-  ASSERT_EQ(compiled.losses.size(), eager.losses.size());
-  EXPECT_NEAR(compiled.losses[0], eager.losses[0], 1e-4 * std::fabs(eager.losses[0]));
+  EXPECT_EQ(compiled.compilations, 0);
+  expect_same_run(compiled, eager);
   for (float l : compiled.losses) EXPECT_TRUE(std::isfinite(l));
 }
 

@@ -318,9 +318,12 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
             fmt("%.0f", used * 100) + "%)";
   if (m.known && fits > m.batch_size) {
     f.title += "; batch " + std::to_string(fits) + " fits";
-    f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(fits) + " (keeps " +
-                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom; " + bytes(static_cast<double>(m.fixed)) + " fixed + " +
-                   bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, fits) + ".";
+    // Past 8x the step changes character (and the learning rate with it): suggest at most that, and say how far memory goes.
+    int64_t suggest = std::min(fits, m.batch_size * 8);
+    f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(suggest) + " (" +
+                   (suggest < fits ? "8x; up to " + std::to_string(fits) + " fit" : std::string("the most that fits")) + " with " +
+                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom: " + bytes(static_cast<double>(m.fixed)) + " fixed + " +
+                   bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
     f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " +
                    fmt("%.0f", options.memory_safety_margin * 100) + "% headroom.";
@@ -333,8 +336,9 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   if (m.known) {
     j.field("batch_size", m.batch_size).field("planned_peak_bytes", m.peak).field("fixed_bytes", m.fixed);
     j.field("batch_bytes", m.batch_bytes).field("bytes_per_sample", m.per_sample).field("largest_batch_that_fits", fits);
-    double k = fits > 0 ? static_cast<double>(fits) / static_cast<double>(m.batch_size) : 0;
-    j.field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
+    int64_t suggest = std::min(fits, m.batch_size * 8);
+    double k = suggest > 0 ? static_cast<double>(suggest) / static_cast<double>(m.batch_size) : 0;
+    j.field("suggested_batch", suggest).field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
   }
   j.field("safety_margin", options.memory_safety_margin).end_object();
   f.evidence_json = j.str();
