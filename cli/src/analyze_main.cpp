@@ -19,6 +19,7 @@
 #include "tc/analysis/diff.h"
 #include "tc/analysis/export.h"
 #include "tc/analysis/fail_on.h"
+#include "tc/analysis/format.h"
 #include "tc/analysis/report.h"
 #include "tc/store/reader.h"
 
@@ -49,19 +50,8 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string secs(double s) {
-  return s >= 100 ? fmt("%.0f s", s) : s >= 1 ? fmt("%.1f s", s) : s >= 1e-3 ? fmt("%.1f ms", s * 1e3) : fmt("%.0f us", s * 1e6);
-}
-
-std::string bytes(double b) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return fmt(u == 0 ? "%.0f" : "%.1f", b) + " " + unit[u];
-}
+std::string secs(double s) { return tc::analysis::format_seconds(s); }
+std::string bytes(double b) { return tc::analysis::format_bytes(b); }
 
 std::string command_line(const Report& r) {
   std::string s;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tc/analysis/format.h"
 #include "tc/collect/collector.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
@@ -43,18 +44,6 @@ std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
   return s;
-}
-
-std::string human_bytes(double b) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-  return buf;
 }
 
 int fail(int code, const std::string& message) {
@@ -189,7 +178,7 @@ int main(int argc, char** argv) {
       std::string compile;
       if (st.steps || st.compilations) {
         compile = " · step " + with_commas(st.steps) + " · " + with_commas(st.compilations) + " compilations (" + with_commas(st.recompilations) +
-                   " re) · peak " + human_bytes(st.peak_live_bytes);
+                   " re) · peak " + tc::analysis::format_bytes(st.peak_live_bytes);
       }
       std::fprintf(stderr, "\r\033[K[tc-profile] %.1f s%s · %s events", std::chrono::duration<double>(now - started).count(), compile.c_str(),
                    with_commas(st.events).c_str());

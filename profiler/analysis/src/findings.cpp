@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "json.h"
+#include "tc/analysis/format.h"
 #include "shape_plan.h"
 
 namespace tc::analysis {
@@ -21,22 +22,8 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string seconds(double s) {
-  if (s >= 100) return fmt("%.0f s", s);
-  if (s >= 1) return fmt("%.1f s", s);
-  if (s >= 0.001) return fmt("%.1f ms", s * 1e3);
-  return fmt("%.0f us", s * 1e6);
-}
-
-std::string bytes(double b) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return fmt(u == 0 ? "%.0f" : "%.1f", b) + " " + unit[u];
-}
+std::string seconds(double s) { return format_seconds(s); }
+std::string bytes(double b) { return format_bytes(b); }
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
