@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake ninja-build pkg-config git
   libsqlite3-dev sqlite3 libcli11-dev libgtest-dev libbenchmark-dev
-  libopenblas-dev libimgui-dev libglfw3-dev libstb-dev
+  libopenblas-dev libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri libglx-mesa0
   xvfb xauth fortunes clang-14 libclang-rt-14-dev
 )
 missing=()
