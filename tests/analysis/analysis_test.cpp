@@ -11,6 +11,7 @@
 #include "support/process.h"
 #include "tc/analysis/diff.h"
 #include "tc/analysis/fail_on.h"
+#include "tc/analysis/format.h"
 #include "tc/analysis/report.h"
 #include "tc/store/writer.h"
 
@@ -195,18 +196,51 @@ TEST(Analysis, DynamicPaddingGivesAComputedShapeChangeFinding) {
 TEST(Analysis, CheapCompilesAndLongRunsGetBuckets) {
   TempDir dir;
   StoreBuilder b(dir.file("run.tcdb"));
-  // Short and long sequences, 20 ms compilations, 2000 steps: padding the short
-  // ones to the longest would cost more than compiling a few sizes.
+  // Two clusters of lengths (20..60 and 480..512, every length seen), 300 ms
+  // compilations, 2000 steps: padding the short ones to 512 wastes ~14 s of
+  // execution, two buckets cost two compilations and little padding.
   std::vector<int64_t> lengths;
-  for (int i = 0; i < 2000; ++i) lengths.push_back(i % 4 == 0 ? 500 + (i % 3) * 4 : 20 + (i % 5) * 8);
-  dynamic_padding_run(b, lengths, 20);
+  for (int i = 0; i < 2000; ++i) lengths.push_back(i % 4 == 0 ? 480 + (i % 33) : 20 + (i % 41));
+  dynamic_padding_run(b, lengths, 300);
   ta::Report r = b.finish();
   const ta::Finding* f = find(r, "recompilation.shape_change");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->suggestion.find("bucket as {"), std::string::npos) << f->suggestion;
+  EXPECT_NE(f->suggestion.find(" as {"), std::string::npos) << f->suggestion;
   tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
   EXPECT_GE(e["buckets"]["sizes"].a.size(), 2u);
+  if (e["pad"]["estimated_saving_s"].n <= 0) {
+    EXPECT_EQ(f->suggestion.find("Pad "), std::string::npos) << "padding would not pay, so it is not offered: " << f->suggestion;
+  }
   EXPECT_GT(e["buckets"]["estimated_saving_s"].n, e["pad"]["estimated_saving_s"].n);
+  EXPECT_GT(e["pad"]["estimated_saving_s"].n, 0);
+  EXPECT_NE(f->suggestion.find("Pad input_ids dim 1 to 512"), std::string::npos) << f->suggestion;
+  EXPECT_NEAR(f->estimated_saving_s, e["buckets"]["estimated_saving_s"].n, 1e-9);
+}
+
+TEST(Analysis, CompilesFromACacheLeaveNothingToGain) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  // Every length "compiles" in 0 ms (loaded from the disk cache): padding only adds execution.
+  std::vector<int64_t> lengths;
+  for (int i = 0; i < 40; ++i) lengths.push_back(13 + (i * 29) % 100);
+  dynamic_padding_run(b, lengths, 0);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "recompilation.shape_change");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, ta::Severity::kInfo);
+  EXPECT_EQ(f->estimated_saving_s, 0);
+  EXPECT_NE(f->suggestion.find("Nothing to gain in this run"), std::string::npos) << f->suggestion;
+  EXPECT_EQ(f->suggestion.find("-"), std::string::npos) << "no negative saving is offered: " << f->suggestion;
+  tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
+  EXPECT_LT(e["pad"]["estimated_saving_s"].n, 0) << "the evidence keeps the signed estimate";
+}
+
+TEST(Format, TimesAndSizes) {
+  EXPECT_EQ(ta::format_seconds(41.2), "41.2 s");
+  EXPECT_EQ(ta::format_seconds(0.0125), "12.5 ms");
+  EXPECT_EQ(ta::format_seconds(-1.26), "-1.3 s");
+  EXPECT_EQ(ta::format_bytes(4.1 * 1024 * 1024 * 1024), "4.1 GiB");
+  EXPECT_EQ(ta::format_bytes(512), "512 B");
 }
 
 TEST(Analysis, ShortLastBatchSuggestsDropLast) {

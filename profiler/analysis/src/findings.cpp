@@ -101,6 +101,14 @@ Status shape_change(const store::Reader& r, Report& report) {
                      std::to_string(plan.common_value) + "): drop the last partial batch (drop_last) or pad it to " +
                      std::to_string(plan.common_value) + " rows and mask them; est. " + seconds(plan.short_saving_s) + " saved.";
       f.estimated_saving_s = plan.short_saving_s;
+    } else if (std::max(plan.pad_saving_s, plan.bucket_saving_s) <= 0) {
+      // Compiling was cheap here (typically disk-cache hits): no padding pays for itself in this run.
+      f.severity = Severity::kInfo;
+      f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + seconds(compile_s) +
+                     " (built code came from the cache), and padding to " + std::to_string(plan.pad_to) + " would add " +
+                     seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
+                     std::to_string(plan.pad_to) + " or bucket.";
+      f.estimated_saving_s = 0;
     } else {
       f.suggestion = "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
                      fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + seconds(plan.pad_saving_s) + " saved)";
@@ -110,6 +118,15 @@ Status shape_change(const store::Reader& r, Report& report) {
       }
       f.suggestion += ".";
       f.estimated_saving_s = std::max(plan.pad_saving_s, plan.bucket_saving_s);
+      if (plan.bucket_saving_s <= 0 || plan.pad_saving_s <= 0) {
+        // Only one of the options pays: do not offer the other with a negative saving.
+        bool pad = plan.pad_saving_s >= plan.bucket_saving_s;
+        f.suggestion = pad ? "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
+                                 fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + seconds(plan.pad_saving_s) + " saved)."
+                           : "Bucket " + input + " dim " + std::to_string(dim) + " as {" + join(plan.buckets) + "} (" +
+                                 std::to_string(plan.buckets.size()) + " compilations, " + fmt("%.0f", plan.bucket_waste * 100) +
+                                 "% padding, est. " + seconds(plan.bucket_saving_s) + " saved).";
+      }
     }
     Json j;
     j.begin_object().field("input", input).field("dim", dim);

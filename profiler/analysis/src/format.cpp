@@ -13,6 +13,7 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 std::string format_seconds(double s) {
+  if (s < 0) return "-" + format_seconds(-s);
   if (s >= 100) return fmt("%.0f s", s);
   if (s >= 1) return fmt("%.1f s", s);
   if (s >= 0.001) return fmt("%.1f ms", s * 1e3);
