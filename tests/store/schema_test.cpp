@@ -1,3 +1,4 @@
+#include "tc/store/json_text.h"
 #include "tc/store/schema.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +113,22 @@ TEST(store_schema, CreateSqlCarriesTheDocs) {
   EXPECT_EQ(create_index_sql(schema::threads, schema::threads.indexes[0]),
             "CREATE INDEX IF NOT EXISTS threads_upid ON threads (upid)");
   EXPECT_STREQ(status_code_name(StatusCode::kNewerVersion), "newer version");
+}
+
+}  // namespace
+}  // namespace tc::store
+
+namespace tc::store {
+namespace {
+
+TEST(store_json_text, CommandLinesRoundTrip) {
+  const std::vector<std::string> argv = {"./train", "--name", "a \"quoted\" value", "back\\slash", "tab\tand\nnewline", std::string("ctl\x01", 4), ""};
+  std::string json = json_string_array(argv);
+  EXPECT_EQ(json.find('\n'), std::string::npos) << json;
+  EXPECT_NE(json.find("\\u0001"), std::string::npos) << json;
+  EXPECT_EQ(parse_json_string_array(json), argv);
+  EXPECT_EQ(json_string_array({}), "[]");
+  EXPECT_TRUE(parse_json_string_array("[]").empty());
 }
 
 }  // namespace

@@ -22,8 +22,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string seconds(double s) { return format_seconds(s); }
-std::string bytes(double b) { return format_bytes(b); }
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -94,27 +92,27 @@ Status shape_change(const store::Reader& r, Report& report) {
     f.kind = "recompilation.shape_change";
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
     f.title = input + " dim " + std::to_string(dim) + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
-              std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + seconds(compile_s) + " compiling";
+              std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
     bool short_last_batch = dim == 0 && plan.short_batch;
     if (short_last_batch) {
       f.suggestion = "The batch dimension shrinks for a short last batch (" + std::to_string(plan.short_value) + " instead of " +
                      std::to_string(plan.common_value) + "): drop the last partial batch (drop_last) or pad it to " +
-                     std::to_string(plan.common_value) + " rows and mask them; est. " + seconds(plan.short_saving_s) + " saved.";
+                     std::to_string(plan.common_value) + " rows and mask them; est. " + format_seconds(plan.short_saving_s) + " saved.";
       f.estimated_saving_s = plan.short_saving_s;
     } else if (std::max(plan.pad_saving_s, plan.bucket_saving_s) <= 0) {
       // Compiling was cheap here (typically disk-cache hits): no padding pays for itself in this run.
       f.severity = Severity::kInfo;
-      f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + seconds(compile_s) +
+      f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + format_seconds(compile_s) +
                      " (built code came from the cache), and padding to " + std::to_string(plan.pad_to) + " would add " +
-                     seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
+                     format_seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
                      std::to_string(plan.pad_to) + " or bucket.";
       f.estimated_saving_s = 0;
     } else {
       f.suggestion = "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
-                     fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + seconds(plan.pad_saving_s) + " saved)";
+                     fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + format_seconds(plan.pad_saving_s) + " saved)";
       if (plan.buckets.size() > 1) {
         f.suggestion += ", or bucket as {" + join(plan.buckets) + "} (" + std::to_string(plan.buckets.size()) + " compilations, " +
-                        fmt("%.0f", plan.bucket_waste * 100) + "% padding, est. " + seconds(plan.bucket_saving_s) + " saved)";
+                        fmt("%.0f", plan.bucket_waste * 100) + "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved)";
       }
       f.suggestion += ".";
       f.estimated_saving_s = std::max(plan.pad_saving_s, plan.bucket_saving_s);
@@ -122,10 +120,10 @@ Status shape_change(const store::Reader& r, Report& report) {
         // Only one of the options pays: do not offer the other with a negative saving.
         bool pad = plan.pad_saving_s >= plan.bucket_saving_s;
         f.suggestion = pad ? "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
-                                 fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + seconds(plan.pad_saving_s) + " saved)."
+                                 fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + format_seconds(plan.pad_saving_s) + " saved)."
                            : "Bucket " + input + " dim " + std::to_string(dim) + " as {" + join(plan.buckets) + "} (" +
                                  std::to_string(plan.buckets.size()) + " compilations, " + fmt("%.0f", plan.bucket_waste * 100) +
-                                 "% padding, est. " + seconds(plan.bucket_saving_s) + " saved).";
+                                 "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved).";
       }
     }
     Json j;
@@ -169,7 +167,7 @@ Status structure_change(const store::Reader& r, Report& report) {
     Finding f;
     f.kind = "recompilation.structure_change";
     f.severity = n > 1 ? Severity::kWarning : Severity::kInfo;
-    f.title = "The graph cut at " + where + " changed structure " + std::to_string(n) + (n == 1 ? " time" : " times") + ": " + seconds(s) +
+    f.title = "The graph cut at " + where + " changed structure " + std::to_string(n) + (n == 1 ? " time" : " times") + ": " + format_seconds(s) +
               " compiling";
     f.suggestion = "Keep the step's graph the same every step: " + (first_diff.empty() ? std::string("see the diff in the store") : first_diff) +
                    ". Values that change (a learning rate, a step counter, a dropout seed) belong in device tensors, not in Python-side "
@@ -213,9 +211,9 @@ Status explicit_evaluation(const store::Reader& r, Report& report) {
     f.kind = "explicit_evaluation";
     f.severity = steps_hit > 1 ? Severity::kWarning : Severity::kInfo;
     f.title = kinds + "() at " + short_where + " cut the graph " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
-              std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + seconds(per_step) + "/step, " + seconds(total_s) + " in all";
-    f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + seconds(total_s) +
-                   " saved), or log every " + std::to_string(every) + " steps (est. " + seconds(log_every_saving) + " saved).";
+              std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
+    f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + format_seconds(total_s) +
+                   " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
     f.estimated_saving_s = total_s;
     Json j;
     j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : std::string(q.text(3)));
@@ -288,8 +286,8 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     Finding f;
     f.kind = "memory.oom";
     f.severity = Severity::kError;
-    f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + bytes(static_cast<double>(q.i64(1))) + " requested with " +
-              bytes(static_cast<double>(q.i64(2))) + " of " + bytes(static_cast<double>(capacity)) + " live";
+    f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + format_bytes(static_cast<double>(q.i64(1))) + " requested with " +
+              format_bytes(static_cast<double>(q.i64(2))) + " of " + format_bytes(static_cast<double>(capacity)) + " live";
     if (fits > 0) {
       f.suggestion = "Use batch " + std::to_string(fits) + " (the largest that fits with " + fmt("%.0f", options.memory_safety_margin * 100) +
                      "% headroom, from the memory plan at batch " + std::to_string(m.batch_size) + ")" +
@@ -318,7 +316,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   Finding f;
   f.kind = "memory.headroom";
   f.severity = Severity::kInfo;
-  f.title = "Peak " + bytes(static_cast<double>(s.peak_bytes)) + " of " + bytes(static_cast<double>(s.capacity_bytes)) + " (" +
+  f.title = "Peak " + format_bytes(static_cast<double>(s.peak_bytes)) + " of " + format_bytes(static_cast<double>(s.capacity_bytes)) + " (" +
             fmt("%.0f", used * 100) + "%)";
   if (m.known && fits > m.batch_size) {
     f.title += "; batch " + std::to_string(fits) + " fits";
@@ -326,8 +324,8 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     int64_t suggest = std::min(fits, m.batch_size * 8);
     f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(suggest) + " (" +
                    (suggest < fits ? "8x; up to " + std::to_string(fits) + " fit" : std::string("the most that fits")) + " with " +
-                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom: " + bytes(static_cast<double>(m.fixed)) + " fixed + " +
-                   bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, suggest) + ".";
+                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom: " + format_bytes(static_cast<double>(m.fixed)) + " fixed + " +
+                   format_bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
     f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " +
                    fmt("%.0f", options.memory_safety_margin * 100) + "% headroom.";
@@ -366,13 +364,13 @@ Status amortization(const store::Reader& r, Report& report) {
   Finding f;
   f.kind = "compile.amortization";
   f.severity = never || share > 0.5 ? Severity::kWarning : Severity::kInfo;
-  f.title = "Compiling took " + seconds(s.compile_s) + ", " + fmt("%.0f", share * 100) + "% of the run's " + seconds(report.run.wall_s);
+  f.title = "Compiling took " + format_seconds(s.compile_s) + ", " + fmt("%.0f", share * 100) + "% of the run's " + format_seconds(report.run.wall_s);
   if (never) {
     f.title += "; recompilations continue to the end, so it never amortizes";
     f.suggestion = std::to_string(late_recompiles) + " recompilations happened in the last quarter of the steps: fix the recompilation "
                    "findings first; until then every new shape costs another compilation.";
   } else if (break_even > s.steps) {
-    f.suggestion = "Compilation costs as much as " + std::to_string(break_even) + " steps of execution (" + seconds(exec_per_step) +
+    f.suggestion = "Compilation costs as much as " + std::to_string(break_even) + " steps of execution (" + format_seconds(exec_per_step) +
                    "/step) and this run had " + std::to_string(s.steps) + ": it pays off on longer runs; the built code is cached in "
                    "TC_CACHE_DIR, so the next run of the same program compiles nothing.";
   } else {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "tc/store/json_text.h"
+
 namespace tc::analysis {
 
 class Json {
@@ -67,25 +69,7 @@ class Json {
   }
   const std::string& str() const { return out_; }
 
-  static void escape(std::string& out, std::string_view s) {
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-    }
-  }
+  static void escape(std::string& out, std::string_view s) { store::append_json_escaped(out, s); }
 
  private:
   Json& open(char c) {

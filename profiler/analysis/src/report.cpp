@@ -4,6 +4,7 @@
 
 #include "findings.h"
 #include "json.h"
+#include "tc/store/json_text.h"
 
 namespace tc::analysis {
 
@@ -18,32 +19,6 @@ const char* severity_name(Severity s) {
 
 namespace {
 
-// Parses the run table's JSON array of strings (written by the collector).
-std::vector<std::string> parse_command(std::string_view json) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while ((i = json.find('"', i)) != std::string_view::npos) {
-    std::string s;
-    for (++i; i < json.size() && json[i] != '"'; ++i) {
-      if (json[i] == '\\' && i + 1 < json.size()) {
-        char e = json[++i];
-        if (e == 'n') s += '\n';
-        else if (e == 't') s += '\t';
-        else if (e == 'r') s += '\r';
-        else if (e == 'u' && i + 4 < json.size()) {
-          s += static_cast<char>(std::stoi(std::string(json.substr(i + 1, 4)), nullptr, 16));
-          i += 4;
-        } else s += e;
-      } else {
-        s += json[i];
-      }
-    }
-    out.push_back(std::move(s));
-    ++i;
-  }
-  return out;
-}
-
 Status read_run(const store::Reader& r, RunInfo& run) {
   auto q = r.query(
       "SELECT command, cwd, host, collector, tc_version, complete, exit_code, exit_signal, start_ts, end_ts, event_count, "
@@ -52,7 +27,7 @@ Status read_run(const store::Reader& r, RunInfo& run) {
     if (!q.status().ok()) return q.status();
     return {StatusCode::kCorrupt, r.path() + ": the store has no run row; it was not written by a finished tc-profile start; re-record the run"};
   }
-  run.command = parse_command(q.text(0));
+  run.command = store::parse_json_string_array(q.text(0));
   run.cwd = std::string(q.text(1));
   run.host = std::string(q.text(2));
   run.collector = std::string(q.text(3));

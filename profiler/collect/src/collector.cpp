@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "tc/store/json_text.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
@@ -21,33 +22,6 @@ namespace tc::collect {
 
 namespace {
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_array(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + json_string(items[i]);
-  return out + "]";
-}
 
 uint64_t unix_ns() {
   timespec t{};
@@ -288,7 +262,7 @@ struct Collector::Impl {
 
   Status write_run(const RunEnd* end) {
     auto row = writer.row(store::schema::run);
-    row.i64(1).text(info.tc_version).text(json_array(info.command)).text(info.cwd).text(info.host).text(info.collector);
+    row.i64(1).text(info.tc_version).text(store::json_string_array(info.command)).text(info.cwd).text(info.host).text(info.collector);
     row.text(static_cast<trace::ClockKind>(region.header().clock) == trace::ClockKind::kTsc ? "tsc" : "monotonic");
     row.i64(static_cast<int64_t>(info.start_ts));
     if (end) row.i64(static_cast<int64_t>(trace::monotonic_ns())); else row.null();
