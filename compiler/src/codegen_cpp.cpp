@@ -213,7 +213,13 @@ class CppEmitter final : public Emitter {
   }
 
   static void kernel(std::ostream& os, const Program& p, const Kernel& k, int index) {
-    os << "// " << k.label << "\nstatic void k" << index << "(void* const* b, int* err) {\n  (void)err;\n";
+    // noipa: each kernel stays opaque to tc_run. With GCC 12's
+    // interprocedural analysis (modref + __restrict) in one translation
+    // unit, the call of a kernel whose output a later cblas_sgemm reads was
+    // deleted as dead (dropout-masked activations were never written; wrong
+    // gradients, issue 4). -O0 and noipa both keep every call.
+    os << "// " << k.label << "\n__attribute__((noipa)) static void k" << index
+       << "(void* const* b, int* err) {\n  (void)err;\n";
     declare(os, p, k);
     std::string out = "p" + std::to_string(k.out_buf);
     std::vector<std::size_t> all;

@@ -133,13 +133,17 @@ struct Program {
   std::vector<int> output_buf;      // output slot -> buffer (may be an input's, in place)
   std::vector<int> inplace_input;   // output slot -> input slot it overwrites, or -1
   int64_t arena_bytes = 0;
-  int64_t arena_peak_batch_bytes = 0;  // batch-scaled arena bytes at the arena's peak
+  int64_t arena_peak_batch_bytes = 0;  // bytes that grow with the batch: an upper bound on the arena growth per sample (see plan_arena)
 };
 
 // Builds kernels from a fused CGraph; in-place updates where safe.
 Program schedule(const CGraph& g);
 // Liveness-based arena offsets for the arena buffers of `p`.
 void plan_arena(Program& p, const std::vector<bool>& batch_scaled_node);
+// Throws tc::Error when a planned program is inconsistent: a kernel loads a
+// buffer it does not declare, reads an arena buffer before any kernel wrote
+// it, or two arena buffers live at the same time share bytes (TC_VERIFY=1).
+void verify_program(const Program& p);
 
 // One interface, several dialects (C++ for CPU now; CUDA C later).
 class Emitter {

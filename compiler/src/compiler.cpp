@@ -134,11 +134,10 @@ Lowered lower(const Graph& graph, Trigger trigger) {
   // graph can see it afterwards: mark_step() drops the whole structure, only
   // the cut's nodes refer to the node, and only that node holds its buffer.
   l.g.inplace_ok.assign(graph.inputs.size(), false);
-  // KNOWN GAP: in-place updates give wrong results in some graphs (the
-  // Transformer with dropout); off unless TC_INPLACE=1 until that is fixed.
+  // TC_INPLACE=0 turns in-place updates off (a debugging aid).
   static const bool inplace_off = [] {
     const char* e = std::getenv("TC_INPLACE");
-    return !(e && std::string_view(e) == "1");
+    return e && std::string_view(e) == "0";
   }();
   if (trigger == Trigger::mark_step && !inplace_off)
     for (std::size_t s = 0; s < graph.inputs.size(); ++s) {
@@ -500,6 +499,7 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
   int64_t batch_size = 0;
   std::vector<bool> scaled = batch_scaled(l.g, names, &batch_size);
   plan_arena(exe->program, scaled);
+  if (verify_enabled()) verify_program(exe->program);
   std::string name = "graph " + std::to_string(rec.graph_id);
   std::string source = make_cpp_emitter()->emit(exe->program, name);
   rec.codegen_ns = now_ns() - c0;

@@ -112,11 +112,7 @@ Graph cut(const std::vector<Node*>& outputs) {
 
 int64_t run_graph(const Graph& g, Trigger trigger, const std::source_location& site) {
   if (g.nodes.empty()) return 0;
-  // KNOWN GAP (issue 4): compiled graphs that draw random numbers (dropout)
-  // drift from eager after the first step and can turn NaN, so they run on
-  // the eager executor until that is fixed: compiled equals eager, always.
-  bool random = std::any_of(g.nodes.begin(), g.nodes.end(), [](const auto& n) { return n->op == Op::Random; });
-  if (trigger != Trigger::eager_op && !state().eager && !random) return run_compiled(g, trigger, site);
+  if (trigger != Trigger::eager_op && !state().eager) return run_compiled(g, trigger, site);
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   execute_eager(g);

@@ -205,9 +205,8 @@ void simplify(CGraph& g) {
         break;
       case Op::Permute: {
         CNode& x = node(n.in[0]);
-        // KNOWN GAP: composing permutes here broke Transformer training (sample
-        // accuracy 76% -> 35%); disabled until the cause is found.
-        if (false && x.op == Op::Permute && !x.is_leaf()) {
+        // permute(permute(y, r), q) = permute(y, r[q[d]]).
+        if (x.op == Op::Permute && !x.is_leaf()) {
           std::vector<int64_t> p(n.attrs.ints.size());
           for (std::size_t d = 0; d < p.size(); ++d)
             p[d] = x.attrs.ints[static_cast<std::size_t>(n.attrs.ints[d])];

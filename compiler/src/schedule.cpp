@@ -1,6 +1,7 @@
 // Kernel IR construction (fused CGraph -> kernels), in-place updates, and
 // the liveness-based arena planner.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <set>
@@ -547,8 +548,14 @@ void plan_arena(Program& p, const std::vector<bool>& batch_scaled) {
     top = std::max(top, at + l.bytes);
   }
   p.arena_bytes = top;
-  // Batch-scaled share of the arena at its busiest kernel.
-  int64_t best_live = -1, best_batch = 0;
+  // Batch-scaled arena bytes. Which kernel is the busiest changes with the
+  // batch (weight gradients dominate small batches, activations large ones),
+  // so the share at today's busiest kernel underestimates the growth. Take
+  // the largest batch-scaled live set over all kernels instead: with s its
+  // bytes per sample, arena(B) <= arena(B0) + s * (B - B0) for every B > B0,
+  // a bound the analyzer can extrapolate safely. The planner's packing
+  // overhead (arena size over the largest live set) scales it as well.
+  int64_t best_live = 0, max_batch = 0;
   for (std::size_t k = 0; k < p.kernels.size(); ++k) {
     int64_t live = 0, batch = 0;
     for (const Life& l : lives)
@@ -558,9 +565,43 @@ void plan_arena(Program& p, const std::vector<bool>& batch_scaled) {
         if (node >= 0 && static_cast<std::size_t>(node) < batch_scaled.size() && batch_scaled[static_cast<std::size_t>(node)])
           batch += l.bytes;
       }
-    if (live > best_live) best_live = live, best_batch = batch;
+    best_live = std::max(best_live, live);
+    max_batch = std::max(max_batch, batch);
   }
-  p.arena_peak_batch_bytes = best_live > 0 ? static_cast<int64_t>(static_cast<double>(best_batch) / static_cast<double>(best_live) * static_cast<double>(top)) : 0;
+  double packing = best_live > 0 ? static_cast<double>(top) / static_cast<double>(best_live) : 1.0;
+  p.arena_peak_batch_bytes = std::min(top, static_cast<int64_t>(std::ceil(static_cast<double>(max_batch) * packing)));
+}
+
+void verify_program(const Program& p) {
+  auto fail = [](std::size_t k, const std::string& what) {
+    throw Error("tc: program verifier: kernel " + std::to_string(k) + ": " + what);
+  };
+  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+    const Kernel& kn = p.kernels[k];
+    auto declared = [&](int b) { return b == kn.out_buf || std::count(kn.reads.begin(), kn.reads.end(), b) > 0; };
+    for (const KExpr& e : kn.ex)
+      if (e.k == KOp::Load && !declared(e.buf)) fail(k, "loads buffer " + std::to_string(e.buf) + " it does not declare");
+    if (kn.kind == Kernel::MatMul && (!declared(kn.a_buf) || !declared(kn.b_buf))) fail(k, "matmul operand not declared");
+    for (int b : kn.reads) {
+      auto bi = static_cast<std::size_t>(b);
+      if (p.bufs[bi].kind == BufKind::arena && p.bufs[bi].bytes > 0 && first[bi] < 0)
+        fail(k, "reads arena buffer " + std::to_string(b) + " before any kernel writes it");
+      last[bi] = static_cast<int>(k);
+    }
+    auto ob = static_cast<std::size_t>(kn.out_buf);
+    if (first[ob] < 0) first[ob] = static_cast<int>(k);
+    last[ob] = std::max(last[ob], static_cast<int>(k));
+  }
+  for (std::size_t a = 0; a < p.bufs.size(); ++a)
+    for (std::size_t b = a + 1; b < p.bufs.size(); ++b) {
+      const BufDecl &x = p.bufs[a], &y = p.bufs[b];
+      if (x.kind != BufKind::arena || y.kind != BufKind::arena || x.bytes <= 0 || y.bytes <= 0) continue;
+      if (first[a] < 0 || first[b] < 0 || last[a] < first[b] || last[b] < first[a]) continue;
+      if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes)
+        throw Error("tc: program verifier: arena buffers " + std::to_string(a) + " and " + std::to_string(b) +
+                    " are live together and share bytes");
+    }
 }
 
 }  // namespace tc::detail

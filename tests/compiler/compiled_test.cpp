@@ -167,14 +167,16 @@ TEST(Compiled, TransformerEncoderTrainsLikeEager) {
 }
 
 TEST(Compiled, TransformerWithDropoutTrainsLikeEager) {
-  // KNOWN GAP (issue 4): compiled graphs with dropout drifted from eager (and
-  // could turn NaN), so graphs that draw random numbers run on the eager
-  // executor for now: nothing compiles, and the run is eager's exactly.
-  RunResult eager = train_transformer(true, 3, 0.1);
-  RunResult compiled = train_transformer(false, 3, 0.1);
-  EXPECT_EQ(compiled.compilations, 0);
+  // Dropout draws counter-based random numbers from a seed that is a device
+  // input: every step draws new masks, the step graph stays the same (one
+  // compilation), and eager and compiled draw the same masks.
+  RunResult eager = train_transformer(true, 8, 0.1);
+  RunResult compiled = train_transformer(false, 8, 0.1);
   expect_same_run(compiled, eager);
+  EXPECT_LE(compiled.compilations, 1);
   for (float l : compiled.losses) EXPECT_TRUE(std::isfinite(l));
+  RunResult no_dropout = train_transformer(true, 8, 0.0);
+  EXPECT_NE(no_dropout.losses[1], eager.losses[1]) << "dropout must change the run";
 }
 
 // ---- memory ---------------------------------------------------------------------------
@@ -289,5 +291,38 @@ TEST(Compiled, DropoutGradientsMatchEager) {
   ASSERT_EQ(got[0].size(), got[2].size());
   for (std::size_t i = 0; i < got[0].size(); ++i) EXPECT_NEAR(got[2][i], got[0][i], 1e-5) << "grad " << i;
   for (std::size_t i = 0; i < got[1].size(); ++i) EXPECT_NEAR(got[3][i], got[1][i], 1e-5) << "value " << i;
+}
+}  // namespace
+
+namespace {
+struct NodeWatch : tc::events::TestObserver {
+  std::vector<tc::events::CompilationRecord> recs;
+  void compilation(const tc::events::CompilationRecord& c) override { recs.push_back(c); }
+};
+
+TEST(Compiled, PermuteOfPermuteBecomesOnePermute) {
+  NodeWatch w;
+  tc::events::set_test_observer(&w);
+  std::vector<float> xs(2 * 3 * 4);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) - 7.5f;
+  auto x = tc::from_host(xs, {2, 3, 4}, "x");
+  // permute {1,0,2} then {0,2,1}: out[a][b][c] = x[c][a][b], shape [3,4,2].
+  auto y = tc::relu(tc::permute(tc::permute(x, {1, 0, 2}), {0, 2, 1}));
+  // transpose twice is the identity: no permute is left at all.
+  auto z = tc::neg(tc::transpose(tc::transpose(x, 0, 2), 0, 2));
+  tc::mark_step();
+  auto yv = y.to_host();
+  auto zv = z.to_host();
+  tc::events::set_test_observer(nullptr);
+  ASSERT_EQ(y.shape(), (tc::Shape{3, 4, 2}));
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 4; ++b)
+      for (int c = 0; c < 2; ++c)
+        EXPECT_EQ(yv[static_cast<std::size_t>((a * 4 + b) * 2 + c)], std::max(0.0f, xs[static_cast<std::size_t>((c * 3 + a) * 4 + b)]));
+  for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(zv[i], -xs[i]);
+  ASSERT_EQ(w.recs.size(), 1u);
+  // Before: 4 permutes, relu, neg. After: one permute, relu, neg.
+  EXPECT_EQ(w.recs[0].nodes_before, 6);
+  EXPECT_EQ(w.recs[0].nodes_after, 3);
 }
 }  // namespace
