@@ -159,8 +159,12 @@ int main(int argc, char** argv) {
       if (!n.ok()) {
         record_error = n.status();
         std::fprintf(stderr, "%stc-profile: recording stopped: %s\n", live ? "\r\033[K" : "", record_error.message().c_str());
-      } else if (*n == 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      } else if (*n < ring_slots / 16) {
+        // A light trickle (a training loop's few events per step) is drained
+        // every 10 ms rather than as it comes: on a 2-core machine every
+        // wake-up of this process takes a core from the program's threads.
+        // A busy producer (a batch of 1/16 of a ring or more) is drained at once.
+        std::this_thread::sleep_for(std::chrono::milliseconds(*n == 0 ? 10 : 5));
       }
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

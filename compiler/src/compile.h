@@ -110,6 +110,12 @@ struct Kernel {
   int64_t M = 0, N = 0, K = 0;
   Shape batch;
   std::vector<int64_t> a_stride, b_stride;  // per batch dim, in elements
+  // MatMul epilogue: C = alpha * op(A) op(B) + (accumulate ? C : 0), alpha =
+  // alpha_scale * (alpha_buf >= 0 ? that buffer's element 0 : 1). An SGD
+  // update W - lr * (X^T G) becomes one sgemm into W's buffer.
+  bool accumulate = false;
+  double alpha_scale = 1.0;
+  int alpha_buf = -1;
   // ScatterAdd: out[(o * dim + idx[j]) * inner + c] += value over loop (o, j, c).
   int index = -1;       // the index value (expr) for ScatterAdd
   int64_t dim = 0;

@@ -1,6 +1,9 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 #include <cstdlib>
 #include <new>
 #include <sstream>
@@ -126,6 +129,52 @@ int64_t parse_byte_size(std::string_view text) {
 }
 
 namespace detail {
+namespace {
+
+// Host memory behind large buffers is kept for reuse: a training step frees
+// and allocates the same sizes every step, and fresh mappings from malloc
+// cost a page fault and a cleared page per 4 KiB (0.1 ms per step for the
+// MLP's 2.4 MB arena). Accounting is unaffected: a kept block is not live.
+class BlockCache {
+ public:
+  static constexpr std::size_t kMin = std::size_t{64} << 10;     // smaller blocks: malloc's own bins
+  static constexpr std::size_t kLimit = std::size_t{256} << 20;  // bytes kept at most
+  void* take(std::size_t n) {
+    if (n < kMin) return nullptr;
+    std::lock_guard lock(mu_);
+    auto it = free_.find(n);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    kept_ -= n;
+    return p;
+  }
+  bool keep(void* p, std::size_t n) {
+    if (n < kMin) return false;
+    std::lock_guard lock(mu_);
+    if (kept_ + n > kLimit) return false;
+    free_[n].push_back(p);
+    kept_ += n;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::size_t, std::vector<void*>> free_;
+  std::size_t kept_ = 0;
+};
+
+BlockCache& block_cache() {
+  static auto* c = new BlockCache;  // never destroyed: buffers may outlive static destruction
+  return *c;
+}
+
+std::size_t block_size(int64_t bytes) {
+  std::size_t n = static_cast<std::size_t>(bytes > 0 ? bytes : 1);
+  return (n + 63) / 64 * 64;
+}
+
+}  // namespace
 
 Buffer::Buffer(int64_t bytes, Category category) : bytes_(bytes), category_(category) {
   auto& a = allocator();
@@ -134,16 +183,16 @@ Buffer::Buffer(int64_t bytes, Category category) : bytes_(bytes), category_(cate
     events::on_out_of_memory(bytes, a.s.live, a.s.capacity, a.s.live_by_category);
     throw OutOfMemoryError(bytes, a.s.live, a.s.capacity, a.s.live_by_category);
   }
-  std::size_t n = static_cast<std::size_t>(bytes > 0 ? bytes : 1);
-  n = (n + 63) / 64 * 64;
-  ptr_ = ::operator new(n, std::align_val_t{64});
+  std::size_t n = block_size(bytes);
+  ptr_ = block_cache().take(n);
+  if (!ptr_) ptr_ = ::operator new(n, std::align_val_t{64});
   account(category_, bytes_);
   a.s.allocations++;
   events::on_alloc(bytes_, category_, a.s.live, a.s.capacity);
 }
 
 Buffer::~Buffer() {
-  ::operator delete(ptr_, std::align_val_t{64});
+  if (!block_cache().keep(ptr_, block_size(bytes_))) ::operator delete(ptr_, std::align_val_t{64});
   account(category_, -bytes_);
   events::on_free(bytes_, category_, allocator().s.live);
 }

@@ -262,6 +262,93 @@ struct Builder {
   }
 };
 
+// The scalar a node broadcasts (through inlined broadcasts and reshapes):
+// a one-element leaf (its buffer) or fill (its value). False otherwise.
+bool scalar_of(const CGraph& g, const std::vector<int>& buf_of, int i, int* buf, double* value) {
+  for (;;) {
+    const CNode& n = g.nodes[static_cast<std::size_t>(i)];
+    if (n.dtype != DType::f32) return false;
+    if (n.is_leaf()) {
+      if (n.numel() != 1) return false;
+      *buf = buf_of[static_cast<std::size_t>(i)];
+      return true;
+    }
+    if (n.op == Op::Fill) {
+      *value = static_cast<float>(n.attrs.scalar);
+      return true;
+    }
+    if (n.materialize || (n.op != Op::Broadcast && n.op != Op::Reshape)) return false;
+    i = n.in[0];
+  }
+}
+
+// Elementwise updates W - G * s (in place into W's buffer) where G is a
+// matrix product read by nothing else become that product accumulated into
+// W: sgemm with alpha = -s and beta = 1. The product moves to the update's
+// place in the order (after every other reader of W); G is never stored.
+void fuse_gemm_updates(const CGraph& g, Program& p) {
+  std::vector<int> buf_of(g.nodes.size(), -1);
+  std::vector<int> writer(p.bufs.size(), -1);
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) writer[static_cast<std::size_t>(p.kernels[k].out_buf)] = static_cast<int>(k);
+  for (std::size_t b = 0; b < p.bufs.size(); ++b)
+    if (p.bufs[b].node >= 0) buf_of[static_cast<std::size_t>(p.bufs[b].node)] = static_cast<int>(b);
+  std::vector<bool> drop(p.kernels.size(), false);
+  for (std::size_t e = 0; e < p.kernels.size(); ++e) {
+    Kernel& up = p.kernels[e];
+    if (up.kind != Kernel::Elementwise || up.out_buf >= p.num_inputs) continue;  // in place into an input only
+    const CNode& o = g.nodes[static_cast<std::size_t>(up.root)];
+    if (o.op != Op::Sub || o.dtype != DType::f32) continue;
+    const CNode& w = g.nodes[static_cast<std::size_t>(o.in[0])];
+    const CNode& m = g.nodes[static_cast<std::size_t>(o.in[1])];
+    if (!w.is_leaf() || w.input_slot != up.out_buf || w.shape != o.shape) continue;
+    if (m.op != Op::Mul || m.materialize || m.shape != o.shape) continue;
+    int alpha_buf = -1;
+    double alpha = 1.0;
+    int gi = -1;
+    for (int side = 0; side < 2 && gi < 0; ++side) {
+      const CNode& c = g.nodes[static_cast<std::size_t>(m.in[side])];
+      if (c.op == Op::MatMul && c.materialize && c.shape == o.shape &&
+          scalar_of(g, buf_of, m.in[1 - side], &alpha_buf, &alpha))
+        gi = m.in[side];
+    }
+    if (gi < 0) continue;
+    int gbuf = buf_of[static_cast<std::size_t>(gi)];
+    if (gbuf < 0 || p.bufs[static_cast<std::size_t>(gbuf)].kind != BufKind::arena) continue;
+    int mk = writer[static_cast<std::size_t>(gbuf)];
+    if (mk < 0 || mk >= static_cast<int>(e) || drop[static_cast<std::size_t>(mk)]) continue;
+    Kernel& mm = p.kernels[static_cast<std::size_t>(mk)];
+    if (mm.kind != Kernel::MatMul || mm.accumulate || numel(mm.batch) != 1) continue;
+    if (mm.a_buf == up.out_buf || mm.b_buf == up.out_buf) continue;
+    // Nothing but the update reads G, and nothing between the product and
+    // the update writes the product's operands.
+    bool ok = true;
+    for (std::size_t k = 0; k < p.kernels.size() && ok; ++k) {
+      const Kernel& kn = p.kernels[k];
+      if (k != e && std::count(kn.reads.begin(), kn.reads.end(), gbuf)) ok = false;
+      if (k > static_cast<std::size_t>(mk) && k <= e && (kn.out_buf == mm.a_buf || kn.out_buf == mm.b_buf)) ok = false;
+    }
+    if (!ok) continue;
+    Kernel fused = mm;
+    fused.root = up.root;
+    fused.out_buf = up.out_buf;
+    fused.accumulate = true;
+    fused.alpha_scale = -alpha;
+    fused.alpha_buf = alpha_buf;
+    fused.label = "matmul_sub_mul";
+    fused.reads = {mm.a_buf, mm.b_buf, up.out_buf};
+    if (alpha_buf >= 0) fused.reads.push_back(alpha_buf);
+    up = std::move(fused);
+    drop[static_cast<std::size_t>(mk)] = true;
+    BufDecl& gb = p.bufs[static_cast<std::size_t>(gbuf)];
+    gb.bytes = 0;  // never allocated
+    gb.node = -1;
+  }
+  std::vector<Kernel> ks;
+  for (std::size_t k = 0; k < p.kernels.size(); ++k)
+    if (!drop[k]) ks.push_back(std::move(p.kernels[k]));
+  p.kernels = std::move(ks);
+}
+
 std::string label_of(const CGraph& g, int root) {
   // The ops inlined into this root, for comments and logs.
   std::string s = op_name(g.nodes[static_cast<std::size_t>(root)].op);
@@ -506,6 +593,7 @@ Program schedule(const CGraph& graph) {
   std::vector<Kernel> ks;
   for (int k : order) ks.push_back(std::move(p.kernels[static_cast<std::size_t>(k)]));
   p.kernels = std::move(ks);
+  fuse_gemm_updates(g, p);
   return p;
 }
 

@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <tc/tc.h>
 
 #include "events.h"  // compiler/src: the test observer sees compilations and memory plans
@@ -324,5 +326,54 @@ TEST(Compiled, PermuteOfPermuteBecomesOnePermute) {
   // Before: 4 permutes, relu, neg. After: one permute, relu, neg.
   EXPECT_EQ(w.recs[0].nodes_before, 6);
   EXPECT_EQ(w.recs[0].nodes_after, 3);
+}
+}  // namespace
+
+namespace {
+// Plain SGD: each weight update W - lr * (X^T G) is one sgemm accumulating
+// into W's buffer (alpha = -lr, beta = 1); the run still equals eager.
+RunResult train_plain_sgd(bool eager, int steps, std::string* source) {
+  Eager mode(eager);
+  NodeWatch w;
+  tc::events::set_test_observer(&w);
+  tc::nn::Sequential model{tc::nn::Linear(20, 32, true, 1), tc::nn::ReLU(), tc::nn::Linear(32, 32, true, 2),
+                           tc::nn::ReLU(), tc::nn::Linear(32, 4, true, 3)};
+  tc::optim::SGD opt(model.parameters(), {.lr = 0.1});
+  std::mt19937_64 gen(11);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> xs(16 * 20);
+  for (auto& v : xs) v = nd(gen);
+  std::vector<int32_t> ys(16);
+  for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int32_t>(i % 4);
+  RunResult r;
+  for (int step = 0; step < steps; ++step) {
+    auto loss = tc::nn::cross_entropy(model(tc::from_host(xs, {16, 20}, "x")), tc::from_host(ys, {16}, "y"));
+    opt.step(tc::grad(loss, model.parameters()));
+    tc::mark_step();
+    r.losses.push_back(loss.item());
+  }
+  for (auto& p : model.parameters())
+    for (float v : p.to_host()) r.params.push_back(v);
+  tc::events::set_test_observer(nullptr);
+  r.compilations = static_cast<int>(w.recs.size());
+  if (source && !w.recs.empty()) *source = w.recs[0].source_path;
+  return r;
+}
+
+TEST(Compiled, SgdUpdatesAccumulateIntoTheWeightsProduct) {
+  std::string path;
+  RunResult eager = train_plain_sgd(true, 10, nullptr);
+  RunResult compiled = train_plain_sgd(false, 10, &path);
+  expect_same_run(compiled, eager);
+  EXPECT_LT(compiled.losses.back(), compiled.losses.front());
+  if (compiled.compilations == 0) GTEST_SKIP() << "compiled by an earlier test in this process";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string src = ss.str();
+  int accumulating = 0;
+  for (std::size_t at = 0; (at = src.find(", 1.0f, p", at)) != std::string::npos; ++at) ++accumulating;
+  EXPECT_EQ(accumulating, 3) << "one accumulating sgemm per weight matrix, in " << path;
 }
 }  // namespace

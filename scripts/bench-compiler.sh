@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Benchmark of the compiled path against its peers, in one harness run:
+# tc compiled, tc eager, libtorch 1.13 (Debian's libtorch-dev, OpenBLAS
+# pthread) and JAX jit on the CPU (pip, in a virtual environment here: a
+# peer only, never a dependency of tc). Installs what is missing, builds
+# build-bench (Release, with libtorch) and prints the tables README quotes.
+# Arguments go to tc-bench-compiler (--rounds, --steps, --model).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+peers=(libtorch-dev libopenblas0-pthread python3-venv)
+missing=()
+for p in "${peers[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bench: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+venv=.tc-bench-venv
+if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
+  echo "bench: installing jax[cpu] into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "jax[cpu]"
+fi
+
+bash scripts/setup.sh build-bench -DCMAKE_BUILD_TYPE=Release -DTC_BENCH_PEERS=ON -DTC_BUILD_VIEWER=OFF -DTC_BUILD_TESTS=OFF -DTC_BUILD_SAMPLES=OFF >/dev/null
+echo "bench: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), jax $("$venv/bin/python" -c 'import jax; print(jax.__version__)')"
+exec build-bench/bin/tc-bench-compiler --jax-python "$venv/bin/python" "$@"
