@@ -74,7 +74,9 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
       break;
     }
     case Op::Neg: to(0, neg(g, w)); break;
-    case Op::Relu: to(0, mul(g, fmask(gt(in[0], c(0), w)), w)); break;
+    // relu(x) > 0 exactly when x > 0: reading the output lets the forward fuse
+    // (bias add and relu in one loop) without keeping the pre-activation.
+    case Op::Relu: to(0, mul(g, fmask(gt(out, c(0), w)), w)); break;
     case Op::Tanh: to(0, mul(g, sub(c(1), mul(out, out, w), w), w)); break;
     case Op::Sigmoid: to(0, mul(g, mul(out, sub(c(1), out, w), w), w)); break;
     case Op::Exp: to(0, mul(g, out, w)); break;
