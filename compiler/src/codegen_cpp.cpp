@@ -240,6 +240,34 @@ class CppEmitter final : public Emitter {
         for (std::size_t d : all) (k.reduced[d] ? red : kept).push_back(d);
         bool any_kept = false;
         for (std::size_t d : kept) any_kept = any_kept || k.loop[d] != 1;
+        // Column reduction (the one kept dimension is the innermost, e.g. a
+        // bias gradient summing rows): accumulate a block of columns per row,
+        // so the inner loop runs along memory and vectorizes. Each column
+        // still sums its rows in order, in double: the same numbers as below.
+        std::vector<std::size_t> live_kept, live_red;
+        for (std::size_t d : kept)
+          if (k.loop[d] != 1) live_kept.push_back(d);
+        for (std::size_t d : red)
+          if (k.loop[d] != 1) live_red.push_back(d);
+        if (live_kept.size() == 1 && !live_red.empty() && live_red.back() < live_kept[0]) {
+          std::size_t c = live_kept[0];
+          int64_t n = k.loop[c];
+          int64_t block = work >= 32768 && n >= 128 ? 64 : 256;
+          std::string iv = "i" + std::to_string(c), init = k.is_max ? "-__builtin_inf()" : "0.0";
+          if (work >= 32768 && n > block) os << "  #pragma omp parallel for\n";
+          os << "  for (int64_t c0 = 0; c0 < " << n << "LL; c0 += " << block << ") {\n"
+             << "    double accs[" << block << "];\n"
+             << "    const int64_t cn = " << n << "LL - c0 < " << block << " ? " << n << "LL - c0 : " << block << ";\n"
+             << "    for (int64_t c = 0; c < cn; ++c) accs[c] = " << init << ";\n";
+          loops(os, k, live_red, 0, false, false);
+          os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; double v = (double)"
+             << ex(k, k.value) << "; " << (k.is_max ? "accs[c] = v > accs[c] ? v : accs[c];" : "accs[c] += v;") << " }\n";
+          std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue, p.bufs[static_cast<std::size_t>(k.out_buf)].dtype)
+                                               : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
+          os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; const double acc = accs[c]; "
+             << out << "[" << ex(k, k.store) << "] = " << stored << "; }\n  }\n";
+          break;
+        }
         loops(os, k, kept, work, true, false);
         os << "  {\n    double acc = " << (k.is_max ? "-__builtin_inf()" : "0.0") << ";\n";
         loops(os, k, red, 0, false, false);

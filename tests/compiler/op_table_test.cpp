@@ -116,6 +116,17 @@ const std::vector<Row>& rows() {
          Arr s = ref::reduce(a[0], {0, 2}, false, false);
          return ref::map(s, [](double p) { return p / 8; });
        }},
+      // Column reductions (rows reduced, the last axis kept): the compiled
+      // path accumulates blocks of 256 columns; 260 leave a partial block.
+      {"sum_rows", {{{3, 260}}}, [](const Ts& x) { return tc::sum(x[0], {0}); },
+       [](const As& a) { return ref::reduce(a[0], {0}, false, false); }},
+      {"max_rows_keepdim", {{{9, 70}}}, [](const Ts& x) { return tc::max(x[0], {0}, true); },
+       [](const As& a) { return ref::reduce(a[0], {0}, true, true); }},
+      {"mean_leading", {{{5, 3, 130}}}, [](const Ts& x) { return tc::mean(x[0], {0, 1}); },
+       [](const As& a) {
+         Arr s = ref::reduce(a[0], {0, 1}, false, false);
+         return ref::map(s, [](double p) { return p / 15; });
+       }},
       {"max_axis", {{{3, 5}}}, [](const Ts& x) { return tc::max(x[0], {-1}); },
        [](const As& a) { return ref::reduce(a[0], {1}, false, true); }},
       {"max_all_keepdim", {{{3, 5}}}, [](const Ts& x) { return tc::max(x[0], {}, true); },
