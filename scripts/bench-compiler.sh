@@ -8,18 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-peers=(libtorch-dev libopenblas0-pthread python3-venv)
-missing=()
-for p in "${peers[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "bench: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
+# setup.sh installs the peers with what else is missing, then builds.
+TC_SETUP_EXTRA_PACKAGES="libtorch-dev libopenblas0-pthread python3-venv" \
+  bash scripts/setup.sh build-bench -DCMAKE_BUILD_TYPE=Release -DTC_BENCH_PEERS=ON -DTC_BUILD_VIEWER=OFF -DTC_BUILD_TESTS=OFF -DTC_BUILD_SAMPLES=OFF >/dev/null
 venv=.tc-bench-venv
 if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
   echo "bench: installing jax[cpu] into $venv"
@@ -27,6 +18,5 @@ if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
   "$venv/bin/pip" install -q "jax[cpu]"
 fi
 
-bash scripts/setup.sh build-bench -DCMAKE_BUILD_TYPE=Release -DTC_BENCH_PEERS=ON -DTC_BUILD_VIEWER=OFF -DTC_BUILD_TESTS=OFF -DTC_BUILD_SAMPLES=OFF >/dev/null
 echo "bench: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), jax $("$venv/bin/python" -c 'import jax; print(jax.__version__)')"
 exec build-bench/bin/tc-bench-compiler --jax-python "$venv/bin/python" "$@"

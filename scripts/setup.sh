@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tc needs that are missing (nothing when all are
-# there), then configures and builds tc into $1 (default: build) with any
+# there; TC_SETUP_EXTRA_PACKAGES names more), then configures and builds tc into $1 (default: build) with any
 # extra CMake arguments that follow. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ packages=(
   libopenblas-dev libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri libglx-mesa0
   xvfb xauth fortunes clang-14 libclang-rt-14-dev
 )
+# Callers may name more (scripts/bench-compiler.sh: the benchmark's peers).
+read -r -a extra <<<"${TC_SETUP_EXTRA_PACKAGES:-}"
+packages+=("${extra[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
