@@ -158,7 +158,10 @@ class Emitter {
   virtual const char* dialect() const = 0;
   // A whole translation unit exporting `extern "C" int tc_run(void* const* bufs)`
   // (bufs: inputs, outputs, then the arena; returns 0, or 1 for an index out of range).
-  virtual std::string emit(const Program& p, const std::string& graph_name) const = 0;
+  // With parts > 1 the unit splits its kernels into `parts` groups of about
+  // equal size, each compiled alone with -DTC_PART=i (tc_run is in part 0),
+  // so the build can use several cores; without TC_PART it is whole.
+  virtual std::string emit(const Program& p, const std::string& graph_name, int parts = 1) const = 0;
 };
 std::unique_ptr<Emitter> make_cpp_emitter();
 

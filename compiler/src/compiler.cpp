@@ -1,7 +1,10 @@
 // The compiled path's driver: signature, caches, reasons, build, execution.
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstdio>
@@ -274,6 +277,12 @@ std::string run_capture(const std::string& cmd) {
   return out;
 }
 
+// The C++ compiler that builds generated code: TC_CXX (a command; default g++).
+std::string cxx() {
+  const char* e = std::getenv("TC_CXX");
+  return e && *e ? std::string(e) : std::string("g++");
+}
+
 // The flags and everything else the built code depends on besides its source.
 const std::string& build_flags() {
   static const std::string flags =
@@ -283,7 +292,7 @@ const std::string& build_flags() {
 
 const std::string& toolchain_key() {
   static const std::string key = [] {
-    std::string k = build_flags() + "|" + run_capture("g++ -dumpfullversion 2>/dev/null") + "|" TC_BLAS_LIBRARY_PATH;
+    std::string k = build_flags() + "|" + run_capture(cxx() + " -dumpfullversion 2>/dev/null") + "|" TC_BLAS_LIBRARY_PATH;
     // -march=native: the code is only valid on this CPU model.
     std::ifstream cpu("/proc/cpuinfo");
     std::string line;
@@ -324,7 +333,15 @@ struct Built {
   int64_t build_ns = 0;
 };
 
-Built build(const std::string& source, int64_t graph_id) {
+// Parts a graph's source is split into for the build: one per core (at
+// most 4) for a graph with many kernels, compiled at once; one otherwise.
+int build_parts(std::size_t kernels) {
+  if (kernels < 16) return 1;
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<int>(std::clamp<long>(cores, 1, 4));
+}
+
+Built build(const std::string& source, int64_t graph_id, int parts) {
   std::string dir = cache_dir();
   Hasher h;
   h.add(hash_text(source));
@@ -343,8 +360,26 @@ Built build(const std::string& source, int64_t graph_id) {
     int64_t t0 = now_ns();
     std::string tmp = so + ".tmp." + std::to_string(::getpid());
     std::string log = dir + "/tc_" + key + ".log";
-    std::string cmd = "g++ " + build_flags() + " -o " + quote(tmp) + " " + quote(b.source_path) + " " +
-                      quote(TC_BLAS_LIBRARY_PATH) + " > " + quote(log) + " 2>&1";
+    std::string cmd;
+    if (parts <= 1) {
+      cmd = cxx() + " " + build_flags() + " -o " + quote(tmp) + " " + quote(b.source_path) + " " +
+            quote(TC_BLAS_LIBRARY_PATH) + " > " + quote(log) + " 2>&1";
+    } else {
+      // Each part compiles in the background; the shared object links them
+      // once all succeeded. Their output ends up in the one log.
+      std::string objs, logs, wait_all = "s=0;";
+      for (int i = 0; i < parts; ++i) {
+        std::string obj = quote(tmp + "." + std::to_string(i) + ".o"), plog = quote(log + "." + std::to_string(i));
+        cmd += cxx() + " " + build_flags() + " -DTC_PART=" + std::to_string(i) + " -c -o " + obj + " " +
+               quote(b.source_path) + " > " + plog + " 2>&1 & p" + std::to_string(i) + "=$!; ";
+        wait_all += " wait $p" + std::to_string(i) + " || s=1;";
+        objs += " " + obj;
+        logs += " " + plog;
+      }
+      cmd += wait_all + " cat" + logs + " > " + quote(log) + "; rm -f" + logs + "; if [ $s = 0 ]; then " + cxx() + " " +
+             build_flags() + " -o " + quote(tmp) + objs + " " + quote(TC_BLAS_LIBRARY_PATH) + " >> " + quote(log) +
+             " 2>&1; s=$?; fi; rm -f" + objs + "; exit $s";
+    }
     int rc = std::system(cmd.c_str());
     b.build_ns = now_ns() - t0;
     if (rc != 0) {
@@ -352,8 +387,9 @@ Built build(const std::string& source, int64_t graph_id) {
       std::string first, line;
       for (int i = 0; i < 20 && std::getline(f, line); ++i) first += line + "\n";
       ::unlink(tmp.c_str());
-      throw Error("tc: building graph " + std::to_string(graph_id) + " failed (g++ exit status " +
-                  std::to_string(rc) + "); the generated source is kept at " + b.source_path +
+      int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : rc;
+      throw Error("tc: building graph " + std::to_string(graph_id) + " failed (" + cxx() + " exit status " +
+                  std::to_string(status) + "); the generated source is kept at " + b.source_path +
                   ", the compiler's output at " + log + ":\n" + first);
     }
     std::rename(tmp.c_str(), so.c_str());
@@ -501,7 +537,8 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
   plan_arena(exe->program, scaled);
   if (verify_enabled()) verify_program(exe->program);
   std::string name = "graph " + std::to_string(rec.graph_id);
-  std::string source = make_cpp_emitter()->emit(exe->program, name);
+  int parts = build_parts(exe->program.kernels.size());
+  std::string source = make_cpp_emitter()->emit(exe->program, name, parts);
   rec.codegen_ns = now_ns() - c0;
   rec.kernels = static_cast<int64_t>(exe->program.kernels.size());
   exe->kernels = rec.kernels;
@@ -537,7 +574,7 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
                       std::to_string(p.arena_bytes) + " bytes, batch-scaled " + std::to_string(batch) + " bytes");
   }
 
-  Built b = build(source, rec.graph_id);
+  Built b = build(source, rec.graph_id, parts);
   exe->fn = b.fn;
   rec.build_ns = b.disk_hit ? 0 : b.build_ns;
   rec.cache = b.disk_hit ? "disk_hit" : "built";

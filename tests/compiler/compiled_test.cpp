@@ -8,7 +8,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 #include <random>
 #include <sstream>
 #include <tc/tc.h>
@@ -375,5 +379,58 @@ TEST(Compiled, SgdUpdatesAccumulateIntoTheWeightsProduct) {
   int accumulating = 0;
   for (std::size_t at = 0; (at = src.find(", 1.0f, p", at)) != std::string::npos; ++at) ++accumulating;
   EXPECT_EQ(accumulating, 3) << "one accumulating sgemm per weight matrix, in " << path;
+}
+}  // namespace
+
+namespace {
+// A build that fails names the graph and the compiler, keeps the generated
+// source (whole, also when it was split into parts) and says where it is.
+TEST(Compiled, BuildFailureNamesTheGraphAndKeepsTheSource) {
+  char dir[] = "/tmp/tc-build-fail-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string old_cache = std::getenv("TC_CACHE_DIR") ? std::getenv("TC_CACHE_DIR") : "";
+  ::setenv("TC_CACHE_DIR", dir, 1);
+  ::setenv("TC_CXX", "false", 1);
+  std::vector<std::string> sources;
+  auto expect_failure = [&](const std::function<void()>& step, const char* what) {
+    try {
+      step();
+      ADD_FAILURE() << what << ": the build did not fail";
+    } catch (const tc::Error& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("tc: building graph "), std::string::npos) << m;
+      EXPECT_NE(m.find("failed (false exit status 1)"), std::string::npos) << m;
+      auto at = m.find("the generated source is kept at ");
+      ASSERT_NE(at, std::string::npos) << m;
+      std::string path = m.substr(at + 32, m.find(',', at) - at - 32);
+      std::ifstream f(path);
+      ASSERT_TRUE(f) << what << ": no source at " << path;
+      std::stringstream ss;
+      ss << f.rdbuf();
+      EXPECT_NE(ss.str().find("extern \"C\" int tc_run"), std::string::npos) << path;
+      sources.push_back(ss.str());
+    }
+  };
+  // A small graph (one part) and a training step with many kernels (several parts).
+  expect_failure([] {
+    auto y = tc::relu(tc::from_host(std::vector<float>(3 * 97, 0.5f), {3, 97}, "x"));
+    tc::mark_step();
+  }, "small graph");
+  expect_failure([] {
+    tc::nn::Sequential m{tc::nn::Linear(13, 29, true, 1), tc::nn::ReLU(), tc::nn::Linear(29, 3, true, 2)};
+    tc::optim::SGD opt(m.parameters(), {.lr = 0.1});
+    auto loss = tc::nn::cross_entropy(m(tc::from_host(std::vector<float>(7 * 13, 0.25f), {7, 13}, "x")),
+                                      tc::from_host(std::vector<int32_t>(7, 1), {7}, "y"));
+    opt.step(tc::grad(loss, m.parameters()));
+    tc::mark_step();
+  }, "training step");
+  ASSERT_EQ(sources.size(), 2u);
+  EXPECT_EQ(sources[0].find("#if TC_IN(1)"), std::string::npos) << "the small graph is one part";
+  if (std::thread::hardware_concurrency() > 1)
+    EXPECT_NE(sources[1].find("#if TC_IN(1)"), std::string::npos) << "the training step is split into parts";
+  ::unsetenv("TC_CXX");
+  if (old_cache.empty()) ::unsetenv("TC_CACHE_DIR");
+  else ::setenv("TC_CACHE_DIR", old_cache.c_str(), 1);
+  std::filesystem::remove_all(dir);
 }
 }  // namespace
