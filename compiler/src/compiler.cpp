@@ -369,14 +369,15 @@ Built build(const std::string& source, int64_t graph_id, int parts) {
       // once all succeeded. Their output ends up in the one log.
       std::string objs, logs, wait_all = "s=0;";
       for (int i = 0; i < parts; ++i) {
-        std::string obj = quote(tmp + "." + std::to_string(i) + ".o"), plog = quote(log + "." + std::to_string(i));
+        // Per-process names (tmp has the pid): two processes may build the same graph at once.
+        std::string obj = quote(tmp + "." + std::to_string(i) + ".o"), plog = quote(tmp + "." + std::to_string(i) + ".log");
         cmd += cxx() + " " + build_flags() + " -DTC_PART=" + std::to_string(i) + " -c -o " + obj + " " +
                quote(b.source_path) + " > " + plog + " 2>&1 & p" + std::to_string(i) + "=$!; ";
         wait_all += " wait $p" + std::to_string(i) + " || s=1;";
         objs += " " + obj;
         logs += " " + plog;
       }
-      cmd += wait_all + " cat" + logs + " > " + quote(log) + "; rm -f" + logs + "; if [ $s = 0 ]; then " + cxx() + " " +
+      cmd += wait_all + " cat" + logs + " > " + quote(log) + " 2>/dev/null; rm -f" + logs + "; if [ $s = 0 ]; then " + cxx() + " " +
              build_flags() + " -o " + quote(tmp) + objs + " " + quote(TC_BLAS_LIBRARY_PATH) + " >> " + quote(log) +
              " 2>&1; s=$?; fi; rm -f" + objs + "; exit $s";
     }
