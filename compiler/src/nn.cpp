@@ -52,18 +52,8 @@ Tensor Linear::forward(const Tensor& x, loc w) {
   if (x.rank() < 2 || x.shape().back() != weight.shape()[0])
     throw ShapeError("Linear", x.shape(), weight.shape(), w.file_name(), w.line(),
                      "input's last dimension must equal in_features");
-  if (x.rank() == 2) {
-    Tensor y = matmul(x, weight, w);
-    return bias.defined() ? add(y, bias, w) : y;
-  }
-  // [..., in] -> [rows, in]: one matrix product, whose weight gradient is one
-  // product over all rows too (a batched product would make one gradient per
-  // batch element and then sum them).
-  Shape lead(x.shape().begin(), x.shape().end() - 1);
-  Tensor y = matmul(x.reshape({numel(lead), x.shape().back()}, w), weight, w);
-  if (bias.defined()) y = add(y, bias, w);
-  lead.push_back(weight.shape()[1]);
-  return y.reshape(lead, w);
+  Tensor y = matmul(x, weight, w);
+  return bias.defined() ? add(y, bias, w) : y;
 }
 
 std::vector<Tensor> Linear::parameters() const {

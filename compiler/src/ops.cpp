@@ -377,6 +377,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, loc w) {
   if (sa.back() != sb[sb.size() - 2])
     throw ShapeError("matmul", sa, sb, w.file_name(), w.line(), "inner dimensions differ");
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  if (sb.size() == 2 && sa.size() > 2) {
+    // [..., m, k] x [k, n]: one [rows, k] x [k, n] product, so its gradient
+    // with respect to b is one product over all rows too (a batched product
+    // would make one gradient per batch element and then sum them).
+    Shape lead(sa.begin(), sa.end() - 1);
+    Tensor flat = matmul(a.reshape({numel(lead), sa.back()}, w), b, w);
+    lead.push_back(sb.back());
+    return flat.reshape(lead, w);
+  }
   Shape out = broadcast_shapes(ba, bb, "matmul", w);
   out.push_back(sa[sa.size() - 2]);
   out.push_back(sb.back());
