@@ -139,7 +139,7 @@ struct Program {
   std::vector<int> output_buf;      // output slot -> buffer (may be an input's, in place)
   std::vector<int> inplace_input;   // output slot -> input slot it overwrites, or -1
   int64_t arena_bytes = 0;
-  int64_t arena_peak_batch_bytes = 0;  // bytes that grow with the batch: an upper bound on the arena growth per sample (see plan_arena)
+  int64_t arena_batch_bytes = 0;  // bytes that grow with the batch: an upper bound on the arena growth per sample (see plan_arena)
 };
 
 // Builds kernels from a fused CGraph; in-place updates where safe.

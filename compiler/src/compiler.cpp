@@ -566,7 +566,7 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
       if (node >= 0 && scaled[static_cast<std::size_t>(node)]) batch += p.bufs[static_cast<std::size_t>(b)].bytes;
     }
     m.by_category[static_cast<std::size_t>(Category::activation)] += p.arena_bytes;
-    batch += p.arena_peak_batch_bytes;
+    batch += p.arena_batch_bytes;
     for (int64_t v : m.by_category) m.peak += v;
     m.batch_bytes = batch;
     m.batch_size = batch_size;

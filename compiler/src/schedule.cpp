@@ -657,7 +657,7 @@ void plan_arena(Program& p, const std::vector<bool>& batch_scaled) {
     max_batch = std::max(max_batch, batch);
   }
   double packing = best_live > 0 ? static_cast<double>(top) / static_cast<double>(best_live) : 1.0;
-  p.arena_peak_batch_bytes = std::min(top, static_cast<int64_t>(std::ceil(static_cast<double>(max_batch) * packing)));
+  p.arena_batch_bytes = std::min(top, static_cast<int64_t>(std::ceil(static_cast<double>(max_batch) * packing)));
 }
 
 void verify_program(const Program& p) {
