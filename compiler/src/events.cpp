@@ -15,10 +15,20 @@ TestObserver* g_observer = nullptr;
 
 namespace tr = tc::trace;
 
-int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
+// Interned once per recording session: the eager path records an execution
+// per op, and intern(std::string_view) takes a lock.
+constinit tr::StaticString g_trigger_text[] = {{"mark_step"}, {"explicit_evaluation"}, {"eager"}};
+constinit tr::StaticString g_eval_kind_text[] = {{"item"}, {"to_host"}, {"print"}};
+constinit tr::StaticString g_debug_text{"debug"};
+constinit tr::StaticString g_warning_text{"warning"};
+
+tr::StringId text(const std::string& s) { return s.empty() ? tr::StringId{} : tr::intern(s); }
 }  // namespace
 
 uint64_t ticks() { return tr::enabled() ? tr::now() : 0; }
+
+int64_t new_graph_id() { return tr::new_graph_id(); }
+int64_t new_execution_id() { return tr::new_execution_id(); }
 
 const char* eval_kind_name(EvalKind k) {
   switch (k) {
@@ -35,7 +45,8 @@ void on_mark_step(int64_t step, const std::source_location& where, uint64_t star
   if (g_observer) g_observer->mark_step(step);
   if (!tr::enabled()) return;
   uint64_t end = tr::now();
-  tr::record(tr::RecordKind::kStep, {i64(start), i64(end - start), step, tr::location_id("mark_step", where)});
+  tr::emit(tr::rec::Step{
+      .ts = tr::Ticks{start}, .dur = tr::Ticks{end - start}, .step = step, .loc_id = tr::location_id("mark_step", where)});
 }
 
 void on_explicit_evaluation(EvalKind kind, const std::source_location& where, int64_t nodes,
@@ -43,17 +54,28 @@ void on_explicit_evaluation(EvalKind kind, const std::source_location& where, in
   if (g_observer) g_observer->explicit_evaluation(kind, where, nodes, dur_ns);
   if (!tr::enabled()) return;
   uint64_t end = tr::now();
-  tr::record(tr::RecordKind::kExplicitEvaluation,
-             {i64(start), i64(end - start), current_step(), tr::intern(eval_kind_name(kind)),
-              tr::location_id(eval_kind_name(kind), where), nodes, graph_id});
+  tr::emit(tr::rec::ExplicitEvaluation{.ts = tr::Ticks{start},
+                                       .dur = tr::Ticks{end - start},
+                                       .step = current_step(),
+                                       .kind = tr::intern(g_eval_kind_text[static_cast<size_t>(kind)]),
+                                       .loc_id = tr::location_id(eval_kind_name(kind), where),
+                                       .nodes = nodes,
+                                       .graph_id = graph_id});
 }
 
-void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t start, int64_t graph_id) {
+void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t start, int64_t graph_id, int64_t execution_id) {
   if (g_observer) g_observer->graph_executed(trigger, nodes);
   if (!tr::enabled()) return;
   uint64_t end = tr::now();
-  const char* name = trigger == ExecTrigger::mark_step ? "mark_step" : trigger == ExecTrigger::explicit_eval ? "explicit_evaluation" : "eager";
-  tr::record(tr::RecordKind::kExecution, {i64(start), i64(end - start), graph_id, current_step(), tr::intern(name), nodes});
+  tr::emit(tr::rec::Execution{.ts = tr::Ticks{start},
+                              .dur = tr::Ticks{end - start},
+                              .graph_id = graph_id,
+                              .step = current_step(),
+                              .trigger = tr::intern(g_trigger_text[trigger == ExecTrigger::mark_step       ? 0
+                                                                   : trigger == ExecTrigger::explicit_eval ? 1
+                                                                                                           : 2]),
+                              .nodes = nodes,
+                              .execution_id = execution_id});
 }
 
 void on_alloc(int64_t, Category, int64_t live, int64_t capacity) {
@@ -66,48 +88,85 @@ void on_alloc(int64_t, Category, int64_t live, int64_t capacity) {
 void on_free(int64_t, Category, int64_t live) { TC_TRACE_COUNTER("memory.live_bytes", live); }
 
 void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
-                      const std::array<int64_t, kCategoryCount>& by_category) {
+                      const std::array<int64_t, kCategoryCount>& by_category, int64_t batch_size) {
   if (g_observer) g_observer->out_of_memory(requested, live, capacity);
   if (!tr::enabled()) return;
   static_assert(kCategoryCount == 6, "out_of_memory has one column per category");
-  const auto& c = by_category;
-  auto at = [&](Category k) { return c[static_cast<size_t>(k)]; };
-  // batch_size: unknown to the eager runtime; the compiled path's planner knows it.
-  tr::record(tr::RecordKind::kOutOfMemory,
-             {i64(tr::now()), current_step(), requested, live, capacity, at(Category::parameter), at(Category::gradient),
-              at(Category::optimizer_state), at(Category::activation), at(Category::input), at(Category::other)});
+  auto at = [&](Category k) { return by_category[static_cast<size_t>(k)]; };
+  tr::emit(tr::rec::OutOfMemory{.ts = tr::Ticks{tr::now()},
+                                .step = current_step(),
+                                .requested_bytes = requested,
+                                .live_bytes = live,
+                                .capacity_bytes = capacity,
+                                .parameter_bytes = at(Category::parameter),
+                                .gradient_bytes = at(Category::gradient),
+                                .optimizer_state_bytes = at(Category::optimizer_state),
+                                .activation_bytes = at(Category::activation),
+                                .input_bytes = at(Category::input),
+                                .other_bytes = at(Category::other),
+                                .batch_size = batch_size});
 }
 
 void on_compilation(const CompilationRecord& c) {
   if (g_observer) g_observer->compilation(c);
   if (!tr::enabled()) return;
   uint64_t end = tr::now();
-  auto text = [](const std::string& s) { return s.empty() ? int64_t{0} : static_cast<int64_t>(tr::intern(s)); };
-  tr::record(tr::RecordKind::kCompilation,
-             {i64(c.start), i64(end - c.start), c.graph_id, c.step, text(c.signature), text(c.shape_erased),
-              text(c.reason), text(c.trigger), tr::location_id(c.site_name, c.site), c.nodes_before, c.nodes_after,
-              c.kernels, c.passes_ns, c.codegen_ns, c.build_ns, text(c.cache), text(c.diff), text(c.source_path)});
+  tr::emit(tr::rec::Compilation{.ts = tr::Ticks{c.start},
+                                .dur = tr::Ticks{end - c.start},
+                                .graph_id = c.graph_id,
+                                .step = c.step,
+                                .signature = text(c.signature),
+                                .shape_erased = text(c.shape_erased),
+                                .reason = text(c.reason),
+                                .trigger = text(c.trigger),
+                                .loc_id = tr::location_id(c.site_name, c.site),
+                                .nodes_before = c.nodes_before,
+                                .nodes_after = c.nodes_after,
+                                .kernels = c.kernels,
+                                .passes_ns = c.passes_ns,
+                                .codegen_ns = c.codegen_ns,
+                                .build_ns = c.build_ns,
+                                .cache = text(c.cache),
+                                .diff = text(c.diff),
+                                .source_path = text(c.source_path)});
 }
 
 void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
                           int64_t new_value) {
   if (!tr::enabled()) return;
-  tr::record(tr::RecordKind::kCompilationInput, {graph_id, tr::intern(input), dim, old_value, new_value});
+  tr::emit(tr::rec::CompilationInput{
+      .graph_id = graph_id, .input = tr::intern(input), .dim = dim, .old_value = old_value, .new_value = new_value});
 }
 
 void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after) {
   if (!tr::enabled()) return;
-  tr::record(tr::RecordKind::kCompilePass, {graph_id, i64(start), i64(end - start), tr::intern(pass), nodes_after});
+  tr::emit(tr::rec::CompilePass{.graph_id = graph_id,
+                                .ts = tr::Ticks{start},
+                                .dur = tr::Ticks{end - start},
+                                .pass = tr::intern(pass),
+                                .nodes_after = nodes_after});
 }
 
 void on_memory_plan(const MemoryPlanRecord& m) {
   if (g_observer) g_observer->memory_plan(m);
   if (!tr::enabled()) return;
   auto at = [&](Category k) { return m.by_category[static_cast<size_t>(k)]; };
-  tr::record(tr::RecordKind::kMemoryPlan,
-             {m.graph_id, m.peak, at(Category::parameter), at(Category::gradient), at(Category::optimizer_state),
-              at(Category::activation) + at(Category::other), at(Category::input), m.workspace, m.batch_bytes,
-              m.batch_size, m.capacity});
+  tr::emit(tr::rec::MemoryPlan{.graph_id = m.graph_id,
+                               .peak_bytes = m.peak,
+                               .parameter_bytes = at(Category::parameter),
+                               .gradient_bytes = at(Category::gradient),
+                               .optimizer_state_bytes = at(Category::optimizer_state),
+                               .activation_bytes = at(Category::activation) + at(Category::other),
+                               .input_bytes = at(Category::input),
+                               .workspace_bytes = m.workspace,
+                               .batch_bytes = m.batch_bytes,
+                               .batch_size = m.batch_size,
+                               .capacity_bytes = m.capacity});
+}
+
+void on_setting(const char* name, const char* value) {
+  if (!tr::enabled()) return;
+  tr::emit(tr::rec::RunEnv{.name = tr::intern(name), .value = tr::intern(value)});
 }
 
 bool debug_enabled() {
@@ -122,7 +181,12 @@ void log_debug(const std::string& message) {
   if (!debug_enabled()) return;
   std::fprintf(stderr, "[tc] %s\n", message.c_str());
   if (!tr::enabled()) return;
-  tr::record(tr::RecordKind::kLog, {i64(tr::now()), tr::intern("debug"), tr::intern(message)});
+  tr::emit(tr::rec::Log{.ts = tr::Ticks{tr::now()}, .level = tr::intern(g_debug_text), .message = tr::intern(message)});
+}
+
+void log_warning(const std::string& message) {
+  if (!tr::enabled()) return;
+  tr::emit(tr::rec::Log{.ts = tr::Ticks{tr::now()}, .level = tr::intern(g_warning_text), .message = tr::intern(message)});
 }
 
 }  // namespace tc::events

@@ -23,19 +23,30 @@ enum class ExecTrigger : uint8_t { mark_step, explicit_eval, eager_op };
 // The recording clock (tc::trace::now()), for the start arguments below.
 uint64_t ticks();
 
+// Ids unique in the run (across every process recording into one store,
+// tc::trace::new_graph_id()), >= 1; a process-local count when not recording.
+// One per compiled graph; one per execution of a compiled graph.
+int64_t new_graph_id();
+int64_t new_execution_id();
+
 void on_mark_step(int64_t step, const std::source_location& where, uint64_t start);
 // A pending tensor forced an evaluation: the call site, what kind, how many
 // nodes ran and how long (steady_clock ns) the cut + execution took.
 void on_explicit_evaluation(EvalKind kind, const std::source_location& where, int64_t nodes,
                             int64_t dur_ns, uint64_t start, int64_t graph_id);
-// A cut graph ran (any trigger); graph_id 0 for the eager executor.
-void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns, uint64_t start, int64_t graph_id);
+// A cut graph ran (any trigger); graph_id 0 for the eager executor,
+// execution_id from new_execution_id() (each eager op is one too). The eager
+// path calls this once per op: recording it neither locks nor allocates.
+void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns, uint64_t start, int64_t graph_id,
+                       int64_t execution_id = 0);
 // Live bytes go to the counter memory.live_bytes, the capacity (when it
 // changes) to memory.capacity_bytes.
 void on_alloc(int64_t bytes, Category c, int64_t live, int64_t capacity);
 void on_free(int64_t bytes, Category c, int64_t live);
+// batch_size: the failing compiled graph's batch size (its memory plan's),
+// 0 when unknown (stored as NULL).
 void on_out_of_memory(int64_t requested, int64_t live, int64_t capacity,
-                      const std::array<int64_t, kCategoryCount>& live_by_category);
+                      const std::array<int64_t, kCategoryCount>& live_by_category, int64_t batch_size = 0);
 
 // ---- the compiled path ----------------------------------------------------
 struct CompilationRecord {
@@ -55,9 +66,15 @@ struct MemoryPlanRecord {
   std::array<int64_t, kCategoryCount> by_category{};
 };
 void on_memory_plan(const MemoryPlanRecord& m);
+// A setting this process chose (run_env; one row per distinct name and value),
+// e.g. ("TC_DEVICE", "cpu") for the backend.
+void on_setting(const char* name, const char* value);
 // TC_DEBUG=1: the line goes to stderr and to the logs table.
 bool debug_enabled();
 void log_debug(const std::string& message);
+// A warning the caller has shown the user (stderr): recorded in the logs
+// table with level 'warning', whatever TC_DEBUG says.
+void log_warning(const std::string& message);
 
 // Test-only observer (not for production use): sees explicit evaluations,
 // mark_steps and out-of-memory events. nullptr to detach.

@@ -3,13 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "../../profiler/analysis/src/shape_plan.h"
+#include "support/downgrade.h"
 #include "support/json.h"
 #include "support/process.h"
 #include "tc/analysis/diff.h"
+#include "tc/analysis/export.h"
 #include "tc/analysis/fail_on.h"
 #include "tc/analysis/format.h"
 #include "tc/analysis/report.h"
@@ -44,17 +49,17 @@ class StoreBuilder {
     ok(w_->row(schema::locations).i64(id).text(name).text(file).text("main").i64(line).insert());
   }
   void step(int64_t step, int64_t ts, int64_t dur) { ok(w_->row(schema::steps).null().i64(1).i64(ts).i64(dur).i64(step).i64(1).insert()); }
-  void compilation(int64_t graph, int64_t step, int64_t ts, int64_t dur, const std::string& reason) {
+  void compilation(int64_t graph, int64_t step, int64_t ts, int64_t dur, const std::string& reason, int64_t utid = 1) {
     auto r = w_->row(schema::compilations);
-    r.null().i64(1).i64(ts).i64(dur).i64(graph).i64(step).text("sig" + std::to_string(graph)).text("erased").text(reason).text("mark_step").i64(1);
+    r.null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("sig" + std::to_string(graph)).text("erased").text(reason).text("mark_step").i64(1);
     r.i64(100).i64(60).i64(8).i64(dur / 10).i64(dur / 10).i64(dur / 2).text("built").null().text("/tmp/g.cpp");
     ok(r.insert());
   }
-  void shape_input(int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value) {
-    ok(w_->row(schema::compilation_inputs).null().i64(1).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).insert());
+  void shape_input(int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value, int64_t utid = 1) {
+    ok(w_->row(schema::compilation_inputs).null().i64(utid).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).insert());
   }
-  void execution(int64_t graph, int64_t step, int64_t ts, int64_t dur) {
-    ok(w_->row(schema::executions).null().i64(1).i64(ts).i64(dur).i64(graph).i64(step).text("mark_step").i64(60).insert());
+  void execution(int64_t graph, int64_t step, int64_t ts, int64_t dur, int64_t utid = 1) {
+    ok(w_->row(schema::executions).null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("mark_step").i64(60).i64(++executions_).insert());
   }
   void explicit_eval(int64_t step, int64_t ts, int64_t dur, const std::string& kind, int64_t loc) {
     ok(w_->row(schema::explicit_evaluations).null().i64(1).i64(ts).i64(dur).i64(step).text(kind).i64(loc).i64(12).i64(0).insert());
@@ -69,8 +74,14 @@ class StoreBuilder {
     r.null().i64(1).i64(ts).i64(3).i64(requested).i64(live).i64(capacity).i64(live / 2).i64(0).i64(0).i64(live - live / 2).i64(0).i64(0).i64(batch);
     ok(r.insert());
   }
-  ta::Report finish() {
+  void process(int64_t upid, int64_t pid) { ok(w_->row(schema::processes).i64(upid).i64(pid).text("train").i64(0).null().insert()); }
+  void thread(int64_t utid, int64_t upid) { ok(w_->row(schema::threads).i64(utid).i64(upid).i64(utid * 10).null().insert()); }
+  // Finalizes, then (version < kSchemaVersion) turns the store into one of that older schema version.
+  ta::Report finish(int version = tc::store::kSchemaVersion) {
     ok(w_->finalize());
+    if (version < tc::store::kSchemaVersion) {
+      EXPECT_EQ(tc::test::downgrade_store(path_, version), "");
+    }
     auto r = tc::store::Reader::open(path_);
     EXPECT_TRUE(r.ok()) << r.status().message();
     auto rep = ta::analyze(*r);
@@ -82,6 +93,7 @@ class StoreBuilder {
   static void ok(const tc::Status& s) { ASSERT_TRUE(s.ok()) << s.message(); }
   std::string path_;
   std::unique_ptr<tc::store::Writer> w_;
+  int64_t executions_ = 0;
 };
 
 const ta::Finding* find(const ta::Report& r, const std::string& kind) {
@@ -433,6 +445,72 @@ TEST(Diff, ShowsTheFixWorked) {
   tc::test::JsonValue j = tc::test::parse_json(ta::diff_json(a, b));
   EXPECT_EQ(j["a"]["compilations"].n, 5);
   EXPECT_EQ(j["b"]["compilations"].n, 1);
+}
+
+// Two processes recorded into one store, each with an input named input_ids
+// whose dim 1 changed: two findings, each with its own process's values.
+TEST(Analysis, ShapeChangesOfTwoProcessesStayApart) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.process(1, 1111);
+  b.process(2, 2222);
+  b.thread(1, 1);
+  b.thread(2, 2);
+  // Graph ids are unique in the run: 1, 2 in the first process, 3, 4 in the second.
+  int64_t ts = 0;
+  for (auto [utid, first, lengths] : {std::tuple{int64_t{1}, int64_t{1}, std::vector<int64_t>{8, 12, 12}},
+                                      std::tuple{int64_t{2}, int64_t{3}, std::vector<int64_t>{20, 24, 24}}}) {
+    b.compilation(first, 0, ts, 100 * kMs, "first", utid);
+    b.execution(first, 0, ts += 100 * kMs, kMs, utid);
+    b.compilation(first + 1, 1, ts += kMs, 100 * kMs, "shape_change", utid);
+    b.shape_input(first + 1, "input_ids", 1, lengths[0], lengths[1], utid);
+    for (int s = 1; s < 3; ++s) b.execution(first + 1, s, ts += 100 * kMs, kMs, utid);
+    ts += kMs;
+  }
+  b.run(ts);
+  ta::Report r = b.finish();
+  std::map<std::string, std::set<int64_t>> values_of;  // pid -> values
+  for (const ta::Finding& f : r.findings) {
+    if (f.kind != "recompilation.shape_change") continue;
+    tc::test::JsonValue e = tc::test::parse_json(f.evidence_json);
+    EXPECT_EQ(e["input"].s, "input_ids");
+    std::string pid = std::to_string(static_cast<int64_t>(e["pid"].n));
+    EXPECT_NE(f.title.find("input_ids dim 1 (pid " + pid + ") took 2 values"), std::string::npos) << f.title;
+    for (const auto& v : e["values"].a) values_of[pid].insert(static_cast<int64_t>(v["value"].n));
+    double steps = 0;
+    for (const auto& v : e["values"].a) steps += v["steps"].n;
+    EXPECT_EQ(steps, 3) << "only its own process's executions";
+  }
+  EXPECT_EQ(values_of, (std::map<std::string, std::set<int64_t>>{{"1111", {8, 12}}, {"2222", {20, 24}}}));
+}
+
+// A store of schema v1 (no executions.execution_id) gives the same report,
+// and exports.
+TEST(Analysis, AStoreOfSchemaV1Analyses) {
+  TempDir dir;
+  std::vector<int64_t> lengths = {16, 32, 48, 16, 32};
+  StoreBuilder now(dir.file("v2.tcdb"));
+  dynamic_padding_run(now, lengths, 500);
+  ta::Report current = now.finish();
+  StoreBuilder old(dir.file("v1.tcdb"));
+  dynamic_padding_run(old, lengths, 500);
+  ta::Report v1 = old.finish(1);
+  auto r = tc::store::Reader::open(dir.file("v1.tcdb"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->schema_version(), 1);
+  EXPECT_EQ(v1.summary.steps, 5);
+  ASSERT_EQ(v1.findings.size(), current.findings.size());
+  for (size_t i = 0; i < v1.findings.size(); ++i) {
+    EXPECT_EQ(v1.findings[i].kind, current.findings[i].kind);
+    EXPECT_EQ(v1.findings[i].title, current.findings[i].title);
+  }
+  ASSERT_NE(find(v1, "recompilation.shape_change"), nullptr);
+  tc::Status exported = ta::export_chrome(*r, dir.file("trace.json"));
+  EXPECT_TRUE(exported.ok()) << exported.message();
+  std::ifstream in(dir.file("trace.json"));
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NO_THROW(tc::test::parse_json(json));
+  EXPECT_NE(json.find("execute graph"), std::string::npos);
 }
 
 }  // namespace

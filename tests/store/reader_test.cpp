@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 
+#include "../support/downgrade.h"
 #include "store_test_util.h"
 #include "tc/store/writer.h"
 
@@ -82,9 +83,9 @@ const BadFile kBadFiles[] = {
     {"newer_version",
      [](const std::string& p) {
        testing::write_sample_store(p);
-       patch(p, 60, std::string("\0\0\0\2", 4));  // user_version = 2
+       patch(p, 60, std::string("\0\0\0\3", 4));  // user_version = 3
      },
-     StatusCode::kNewerVersion, "written by tc schema v2; this tc reads up to v1; upgrade tc"},
+     StatusCode::kNewerVersion, "written by tc schema v3; this tc reads up to v2; upgrade tc"},
 };
 
 TEST(store_reader, RefusesBadFilesWithOneLineAndWritesNothing) {
@@ -192,7 +193,7 @@ TEST(store_reader, QueryErrorsAreStatusesNotCrashes) {
   EXPECT_EQ(write.status().code(), StatusCode::kInvalidArgument) << write.status().message();
   EXPECT_FALSE(r.query("PRAGMA user_version = 2").next());
   EXPECT_EQ(*r.scalar_i64("SELECT count(*) FROM ranges"), 3);
-  EXPECT_EQ(*r.scalar_i64("PRAGMA user_version"), 1);
+  EXPECT_EQ(*r.scalar_i64("PRAGMA user_version"), kSchemaVersion);
 
   auto two = r.query("SELECT 1; SELECT 2");
   EXPECT_FALSE(two.next());
@@ -220,6 +221,49 @@ TEST(store_reader, QueryErrorsAreStatusesNotCrashes) {
   Query moved = std::move(q);
   ASSERT_TRUE(moved.next());
   EXPECT_EQ(moved.i64(0), 2);
+}
+
+// A store of schema v1 (before executions.execution_id) still opens; has()
+// says which columns its version lacks.
+TEST(store_reader, OpensAStoreOfAnOlderVersion) {
+  ScratchDir dir;
+  const std::string path = dir.path("v1.tcdb");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE((*w)->row(schema::executions).null().i64(1).i64(10).i64(5).i64(3).i64(0).text("mark_step").i64(8).i64(41).insert().ok());
+    ASSERT_TRUE((*w)->finalize().ok());
+  }
+  ASSERT_EQ(tc::test::downgrade_store(path, 1), "");
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->schema_version(), 1);
+  EXPECT_FALSE(r->has(schema::executions, "execution_id"));
+  EXPECT_TRUE(r->has(schema::executions, "graph_id"));
+  EXPECT_FALSE(r->has(schema::executions, "no_such_column"));
+  EXPECT_EQ(*r->scalar_i64("SELECT graph_id FROM executions"), 3);
+  EXPECT_FALSE(r->query("SELECT execution_id FROM executions").next());
+
+  // The current version has it.
+  const std::string now = dir.path("v2.tcdb");
+  testing::write_sample_store(now, 1);
+  auto r2 = Reader::open(now);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_TRUE(r2->has(schema::executions, "execution_id"));
+}
+
+// A column the store's own version declares must be there.
+TEST(store_reader, RefusesAStoreWithoutAColumnOfItsVersion) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  testing::write_sample_store(path, 1);
+  ASSERT_EQ(tc::test::downgrade_store(path, 1), "");
+  write_sqlite_file(path, "PRAGMA user_version = 2;");  // claims v2 without v2's column
+  auto r = Reader::open(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().message();
+  expect_one_line_naming(r.status(), path);
+  EXPECT_NE(r.status().message().find("without column executions.execution_id"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
     int64_t step_dur = exec_ts + exec_ns - ts + 100'000;
     TC_RETURN_IF_ERROR(w.row(schema::steps).null().i64(1).i64(ts).i64(step_dur).i64(s).i64(kMarkStepSite).insert());
     TC_RETURN_IF_ERROR(w.row(schema::executions).null().i64(1).i64(exec_ts).i64(exec_ns).i64(graph).i64(s)
-                           .text("mark_step").i64(260).insert());
+                           .text("mark_step").i64(260).i64(s + 1).insert());
     events += 2;
     int64_t ev_ts = ts + step_dur + 300'000;
     if (s % 5 == 4) {

@@ -283,15 +283,14 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
     TC_RETURN_IF_ERROR(q.status());
   }
   {
-    std::map<std::pair<int64_t, int64_t>, size_t> by_graph;  // (utid, graph_id) -> compilation
-    for (size_t i = 0; i < tl.compilations.size(); ++i) {
-      by_graph.emplace(std::pair{tl.compilations[i].utid, tl.compilations[i].graph_id}, i);
-    }
-    auto q = reader.query("SELECT utid, graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+    // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
+    std::map<int64_t, size_t> by_graph;  // graph_id -> compilation
+    for (size_t i = 0; i < tl.compilations.size(); ++i) by_graph.emplace(tl.compilations[i].graph_id, i);
+    auto q = reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
     while (q.next()) {
-      auto it = by_graph.find({q.i64(0), q.i64(1)});
+      auto it = by_graph.find(q.i64(0));
       if (it == by_graph.end()) continue;
-      tl.compilations[it->second].inputs.push_back({std::string(q.text(2)), q.i64(3), q.i64(4), q.i64(5)});
+      tl.compilations[it->second].inputs.push_back({std::string(q.text(1)), q.i64(2), q.i64(3), q.i64(4)});
     }
     TC_RETURN_IF_ERROR(q.status());
   }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "json.h"
+#include "tc/store/schema.h"
 
 namespace tc::analysis {
 
@@ -120,11 +121,17 @@ Status export_chrome(const store::Reader& r, const std::string& path) {
          a.end_object();
          complete("compile graph " + std::to_string(q.i64(4)) + " (" + text(q, 5) + ")", "compile", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
        });
-  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.graph_id, e.trigger, e.nodes FROM executions e", [&](const store::Query& q) {
-    Json a;
-    a.begin_object().field("graph_id", q.i64(4)).field("trigger", text(q, 5)).field("nodes", q.i64(6)).end_object();
-    complete("execute graph " + std::to_string(q.i64(4)), "execute", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
-  });
+  // graph_id (and execution_id) are unique in the run: no utid beside them in a join. v1 stores have no execution_id.
+  const bool execution_ids = r.has(store::schema::executions, "execution_id");
+  each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.graph_id, e.trigger, e.nodes, " + (execution_ids ? "e.execution_id" : "0") +
+           " FROM executions e",
+       [&](const store::Query& q) {
+         Json a;
+         a.begin_object().field("graph_id", q.i64(4)).field("trigger", text(q, 5)).field("nodes", q.i64(6));
+         if (q.i64(7) != 0) a.field("execution_id", q.i64(7));
+         a.end_object();
+         complete("execute graph " + std::to_string(q.i64(4)), "execute", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+       });
   each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.kind, l.file, l.line, e.nodes FROM explicit_evaluations e "
        "LEFT JOIN locations l ON l.id = e.loc_id",
        [&](const store::Query& q) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "json.h"
@@ -33,36 +34,47 @@ std::string join(const std::vector<int64_t>& v) {
 
 struct GraphInfo {
   int64_t graph_id = 0;
+  int64_t upid = 0;  // the process that compiled it (0 if its thread is unknown)
   int64_t ts = 0;
   double compile_s = 0;
   std::string reason;
 };
 
+// (process, input, dim): two processes' inputs of one name are two inputs.
+using InputKey = std::tuple<int64_t, std::string, int64_t>;
+
 Status shape_change(const store::Reader& r, Report& report) {
+  // graph_id is unique in the run, so it alone joins executions and inputs to their compilation.
   std::map<int64_t, GraphInfo> graphs;
-  for (auto q = r.query("SELECT graph_id, ts, dur, reason FROM compilations ORDER BY ts"); q.next();) {
-    graphs[q.i64(0)] = {q.i64(0), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, std::string(q.text(3))};
+  std::set<int64_t> compiling;  // processes that compiled
+  const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
+  for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + " FROM compilations e ORDER BY ts"); q.next();) {
+    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, std::string(q.text(3))};
+    compiling.insert(q.i64(4));
   }
   if (graphs.empty()) return Status::Ok();
+  std::map<int64_t, int64_t> pid_of;  // upid -> OS pid
+  for (auto q = r.query("SELECT upid, pid FROM processes"); q.next();) pid_of[q.i64(0)] = q.i64(1);
   // Executions per graph (training steps and explicit evaluations) and their median time.
   std::map<int64_t, std::vector<double>> exec;
   for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
 
-  // (input, dim) -> graph -> value
-  std::map<std::pair<std::string, int64_t>, std::map<int64_t, int64_t>> values;
-  std::map<std::pair<std::string, int64_t>, int64_t> first_old;  // value before the first change
-  for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id"); q.next();) {
-    auto key = std::make_pair(q.is_null(1) ? std::string("(unnamed input)") : std::string(q.text(1)), q.i64(2));
+  // (process, input, dim) -> graph -> value
+  std::map<InputKey, std::map<int64_t, int64_t>> values;
+  std::map<InputKey, int64_t> first_old;  // value before the first change
+  for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value, " + upid_of + " FROM compilation_inputs e ORDER BY id"); q.next();) {
+    InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : std::string(q.text(1)), q.i64(2)};
     values[key][q.i64(0)] = q.i64(4);
     first_old.try_emplace(key, q.i64(3));
   }
   for (auto& [key, by_graph] : values) {
+    const int64_t upid = std::get<0>(key);
     // Graphs of the same structure that did not change this dim keep the value they were compared with.
     std::vector<DimValue> observed;
     std::map<int64_t, DimValue> by_value;
     int64_t fallback = first_old[key];
     for (const auto& [gid, g] : graphs) {
-      if (g.reason == "structure_change") continue;
+      if (g.upid != upid || g.reason == "structure_change") continue;
       auto it = by_graph.find(gid);
       int64_t v = it != by_graph.end() ? it->second : fallback;
       if (it == by_graph.end() && g.reason != "first") continue;  // another input changed; this dim's value is unknown
@@ -80,7 +92,10 @@ Status shape_change(const store::Reader& r, Report& report) {
     for (auto& [v, d] : by_value) observed.push_back(d);
     if (observed.size() < 2) continue;
     ShapePlan plan = plan_for(observed);
-    const auto& [input, dim] = key;
+    const auto& [_, input, dim] = key;
+    auto pid = pid_of.find(upid);
+    // Several processes compiled: say whose input this is.
+    std::string whose = compiling.size() > 1 ? " (pid " + (pid != pid_of.end() ? std::to_string(pid->second) : std::string("unknown")) + ")" : "";
     int64_t lo = observed.front().value, hi = observed.back().value;
     int64_t changes = 0;
     double compile_s = 0;
@@ -91,7 +106,7 @@ Status shape_change(const store::Reader& r, Report& report) {
     Finding f;
     f.kind = "recompilation.shape_change";
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
-    f.title = input + " dim " + std::to_string(dim) + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
+    f.title = input + " dim " + std::to_string(dim) + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
               std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
     bool short_last_batch = dim == 0 && plan.short_batch;
     if (short_last_batch) {
@@ -128,6 +143,7 @@ Status shape_change(const store::Reader& r, Report& report) {
     }
     Json j;
     j.begin_object().field("input", input).field("dim", dim);
+    if (pid != pid_of.end()) j.field("pid", pid->second);
     j.key("values").begin_array();
     for (const auto& d : observed) {
       j.begin_object().field("value", d.value).field("steps", d.steps).field("compilations", d.compilations);

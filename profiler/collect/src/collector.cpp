@@ -3,16 +3,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <span>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tc/store/json_text.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
+#include "tc/trace/records.h"
 #include "tc/trace/region.h"
 #include "tc/trace/trace.h"
 
@@ -147,47 +153,6 @@ struct ThreadRow {
   std::string name;
 };
 
-// How a record's field becomes a column value.
-enum class FieldKind : uint8_t { kInt, kTs, kDur, kText, kReal };
-
-struct RecordLayout {
-  const store::TableDecl* table = nullptr;
-  std::vector<FieldKind> fields;  // for columns[2..]: after id and utid
-};
-
-const store::TableDecl* record_table(uint16_t kind) {
-  using K = trace::RecordKind;
-  switch (static_cast<K>(kind)) {
-    case K::kStep: return &store::schema::steps;
-    case K::kCompilation: return &store::schema::compilations;
-    case K::kCompilationInput: return &store::schema::compilation_inputs;
-    case K::kCompilePass: return &store::schema::compile_passes;
-    case K::kExecution: return &store::schema::executions;
-    case K::kExplicitEvaluation: return &store::schema::explicit_evaluations;
-    case K::kMemoryPlan: return &store::schema::memory_plans;
-    case K::kOutOfMemory: return &store::schema::out_of_memory;
-    case K::kLog: return &store::schema::logs;
-    case K::kNone:
-    case K::kCount: break;
-  }
-  return nullptr;
-}
-static_assert(static_cast<int>(trace::RecordKind::kCount) == 10, "map every RecordKind to its table above");
-
-RecordLayout layout_of(const store::TableDecl& t) {
-  RecordLayout l;
-  l.table = &t;
-  for (size_t c = 2; c < t.columns.size(); ++c) {
-    const store::ColumnDecl& col = t.columns[c];
-    if (col.name == "ts") l.fields.push_back(FieldKind::kTs);
-    else if (col.name == "dur") l.fields.push_back(FieldKind::kDur);
-    else if (col.type == "TEXT") l.fields.push_back(FieldKind::kText);
-    else if (col.type == "REAL") l.fields.push_back(FieldKind::kReal);
-    else l.fields.push_back(FieldKind::kInt);
-  }
-  return l;
-}
-
 struct PendingRecord {
   uint16_t kind;
   int64_t utid;
@@ -213,24 +178,23 @@ struct Collector::Impl {
   std::vector<ProcessRow> processes;
   std::unordered_map<uint32_t, size_t> process_by_pid;
   std::unordered_map<uint32_t, std::string> strings;  // for thread names
+  std::unordered_set<std::string> env_written;         // run_env rows, as name=value
   std::vector<std::pair<int64_t, uint64_t>> dropped_by_thread;  // utid, count (from ring counters at finish)
   uint64_t events = 0;
   uint64_t unmatched_ends = 0;
   uint64_t unknown_records = 0;
   uint64_t unresolved_strings = 0;
-  std::vector<RecordLayout> layouts = [] {
-    std::vector<RecordLayout> v(static_cast<size_t>(trace::RecordKind::kCount));
-    for (uint16_t k = 1; k < v.size(); ++k) v[k] = layout_of(*record_table(k));
-    return v;
-  }();
+  // Records whose field count is not their declaration's: (utid, kind, fields) -> count.
+  std::map<std::tuple<int64_t, uint16_t, size_t>, uint64_t> malformed;
+  uint64_t malformed_total = 0;
   std::vector<PendingRecord> pending;  // records naming a string defined in a ring not drained yet
   CollectorStats live;                 // steps, compilations, peak memory as they arrive
   uint32_t live_bytes_loc = 0;
-  // Field index of compilations.reason (after id and utid).
+  // Field index of the compilation record's reason.
   size_t reason_field = [] {
-    const auto& cols = store::schema::compilations.columns;
-    for (size_t c = 2; c < cols.size(); ++c) {
-      if (cols[c].name == "reason") return c - 2;
+    const auto& fields = trace::record_decl(static_cast<uint16_t>(trace::RecordKind::kCompilation))->fields;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].name == "reason") return i;
     }
     return size_t{0};
   }();
@@ -279,7 +243,7 @@ struct Collector::Impl {
   uint64_t total_dropped() const {
     uint64_t n = region.header().dropped_no_ring.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < region.header().ring_count; ++i) n += region.ring(i).dropped.load(std::memory_order_relaxed);
-    return n + retired_dropped;
+    return n + retired_dropped + malformed_total;
   }
   uint64_t retired_dropped = 0;
 
@@ -381,8 +345,21 @@ struct Collector::Impl {
           break;
         }
         case trace::SlotKind::kRecord: {
-          const char* p = read_payload(slots, mask, i + 1, s.extra, static_cast<uint64_t>(s.arg));
-          size_t n = static_cast<size_t>(s.arg) / sizeof(int64_t);
+          // The payload size comes from shared memory: never read past the slots it occupies.
+          uint64_t bytes = std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(s.arg, 0)), uint64_t{s.extra} * sizeof(trace::Slot));
+          const char* p = read_payload(slots, mask, i + 1, s.extra, bytes);
+          size_t n = static_cast<size_t>(bytes / sizeof(int64_t));
+          const trace::RecordDecl* decl = trace::record_decl(static_cast<uint16_t>(s.loc));
+          if (decl == nullptr) {
+            ++unknown_records;
+            break;
+          }
+          if (n != decl->fields.size()) {
+            // Stored padded or cut, every later column would hold the wrong field.
+            ++malformed[{rr.utid, static_cast<uint16_t>(s.loc), n}];
+            ++malformed_total;
+            break;
+          }
           std::vector<int64_t> fields(n);
           std::memcpy(fields.data(), p, n * sizeof(int64_t));
           count_record(static_cast<uint16_t>(s.loc), fields);
@@ -413,41 +390,44 @@ struct Collector::Impl {
   // Writes a record's row, or returns false when it names a string whose
   // definition has not been read yet (it sits in another thread's ring).
   StatusOr<bool> write_record(uint16_t kind, int64_t utid, const int64_t* f, size_t n, bool force) {
-    if (kind == 0 || kind >= layouts.size()) {
-      ++unknown_records;
+    const trace::RecordDecl* decl = trace::record_decl(kind);
+    const store::TableDecl* table = store::schema::record_table(kind);
+    if (decl == nullptr || table == nullptr || n != decl->fields.size()) {
+      ++unknown_records;  // consume() checked both; a pending record cannot change kind
       return true;
     }
-    const RecordLayout& l = layouts[kind];
+    const std::span<const trace::FieldDecl> fields = decl->fields;
     if (!force) {
-      for (size_t i = 0; i < l.fields.size() && i < n; ++i) {
-        if (l.fields[i] == FieldKind::kText && f[i] != 0 && !strings.contains(static_cast<uint32_t>(f[i]))) return false;
+      for (size_t i = 0; i < n; ++i) {
+        if (fields[i].type == trace::FieldType::kText && f[i] != 0 && !strings.contains(static_cast<uint32_t>(f[i]))) return false;
       }
     }
-    auto row = writer.row(*l.table);
-    row.null().i64(utid);
+    if (decl->kind == trace::RecordKind::kRunEnv) {
+      // A setting a process chose: once per distinct name and value.
+      auto name = strings.find(static_cast<uint32_t>(f[0])), value = strings.find(static_cast<uint32_t>(f[1]));
+      if (name == strings.end() || value == strings.end() || !env_written.insert(name->second + "=" + value->second).second) return true;
+    }
+    auto row = writer.row(*table);
+    row.null();
+    if (decl->utid_doc.size()) row.i64(utid);
     uint64_t ts_ticks = 0;
-    for (size_t i = 0; i < l.fields.size(); ++i) {
-      if (i >= n) {
-        row.null();
-        continue;
-      }
+    for (size_t i = 0; i < n; ++i) {
       int64_t v = f[i];
-      switch (l.fields[i]) {
-        case FieldKind::kInt: row.i64(v); break;
-        case FieldKind::kTs:
+      switch (fields[i].type) {
+        case trace::FieldType::kInt:
+        case trace::FieldType::kLoc: row.i64(v); break;
+        case trace::FieldType::kIntOrNull:
+          if (v == 0) row.null(); else row.i64(v);
+          break;
+        case trace::FieldType::kTs:
           ts_ticks = static_cast<uint64_t>(v);
           row.i64(static_cast<int64_t>(clock.to_ns(ts_ticks)));
           break;
-        case FieldKind::kDur:
+        case trace::FieldType::kDur:
           row.i64(static_cast<int64_t>(clock.to_ns(ts_ticks + static_cast<uint64_t>(v))) - static_cast<int64_t>(clock.to_ns(ts_ticks)));
           break;
-        case FieldKind::kReal: {
-          double d;
-          std::memcpy(&d, &v, sizeof d);
-          row.f64(d);
-          break;
-        }
-        case FieldKind::kText: {
+        case trace::FieldType::kReal: row.f64(std::bit_cast<double>(v)); break;
+        case trace::FieldType::kText: {
           auto it = v == 0 ? strings.end() : strings.find(static_cast<uint32_t>(v));
           if (it == strings.end()) {
             if (v != 0) ++unresolved_strings;
@@ -518,6 +498,7 @@ Collector::~Collector() = default;
 Status Collector::begin() {
   TC_RETURN_IF_ERROR(impl_->write_run(nullptr));
   for (const auto& [name, value] : impl_->info.env) {
+    if (!impl_->env_written.insert(name + "=" + value).second) continue;
     TC_RETURN_IF_ERROR(impl_->writer.row(store::schema::run_env).null().text(name).text(value).insert());
   }
   return impl_->writer.commit();
@@ -574,6 +555,14 @@ Status Collector::finish(const RunEnd& end) {
   }
   if (m.unresolved_strings) {
     TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unresolved_strings)).text("string named by a record but never defined (stored as NULL)").insert());
+  }
+  for (const auto& [key, count] : m.malformed) {
+    const auto& [utid, kind, fields] = key;
+    const trace::RecordDecl* decl = trace::record_decl(kind);
+    std::string reason = "record of kind " + std::string(decl->table) + " with " + std::to_string(fields) + " fields, expected " +
+                         std::to_string(decl->fields.size());
+    int64_t upid = m.threads[static_cast<size_t>(utid - 1)].upid;
+    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().i64(upid).i64(utid).i64(static_cast<int64_t>(count)).text(reason).insert());
   }
   if (m.unknown_records) {
     TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unknown_records)).text("record of a kind this tc does not know").insert());

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <set>
 #include <utility>
 
 #include "sqlite_status.h"
@@ -209,13 +211,22 @@ StatusOr<Reader> Reader::open(const std::string& path) {
                                                  "; this tc reads up to v" + std::to_string(kSchemaVersion) +
                                                  "; upgrade tc");
   }
+  // What the store's version declares must be there; what a later version added may not be.
+  const int v = static_cast<int>(*version);
   for (const TableDecl* t : schema::all_tables()) {
-    StatusOr<int64_t> n = reader.scalar_i64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '" +
-                                            std::string(t->name) + "'");
-    if (!n.ok()) return n.status();
-    if (*n != 1) {
+    if (t->since > v) continue;
+    std::set<std::string, std::less<>> have;
+    auto q = reader.query("SELECT name FROM pragma_table_info('" + std::string(t->name) + "')");
+    while (q.next()) have.emplace(q.text(0));
+    if (!q.status().ok()) return q.status();
+    if (have.empty()) {
       return Status(StatusCode::kCorrupt,
                     p + ": tc store without its " + std::string(t->name) + " table; record the run again");
+    }
+    for (const ColumnDecl& c : t->columns) {
+      if (c.since > v || have.contains(c.name)) continue;
+      return Status(StatusCode::kCorrupt, p + ": tc store v" + std::to_string(v) + " without column " + std::string(t->name) + "." +
+                                              std::string(c.name) + "; record the run again");
     }
   }
   reader.impl_->schema_version = static_cast<int>(*version);
@@ -253,6 +264,11 @@ StatusOr<int64_t> Reader::scalar_i64(std::string_view sql) const {
 }
 
 int Reader::schema_version() const { return impl_->schema_version; }
+
+bool Reader::has(const TableDecl& table, std::string_view column) const {
+  const ColumnDecl* c = schema::find_column(table, column);
+  return c != nullptr && table.since <= impl_->schema_version && c->since <= impl_->schema_version;
+}
 
 const std::string& Reader::path() const { return impl_->path; }
 

@@ -1,7 +1,8 @@
-// The store schema, version 1. See tc/store/schema.h for how to add a table.
+// The store schema (kSchemaVersion). See tc/store/schema.h for how to add a table.
 #include "tc/store/schema.h"
 
 #include <array>
+#include <utility>
 
 namespace tc::store {
 namespace {
@@ -23,12 +24,6 @@ constexpr ColumnDecl kRunColumns[] = {
     {"event_count", "INTEGER", "events collected into ranges, instants and counters"},
     {"dropped_count", "INTEGER", "events lost before they reached the store (the sum of dropped.count)"},
     {"cuda", "TEXT", "what the CUDA probe said, e.g. 'no device: cudaGetDeviceCount error 35'"},
-};
-
-constexpr ColumnDecl kRunEnvColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"name", "TEXT", "variable name, e.g. 'TC_EAGER'"},
-    {"value", "TEXT", "its value"},
 };
 
 constexpr ColumnDecl kStringsColumns[] = {
@@ -111,132 +106,77 @@ constexpr ColumnDecl kDroppedColumns[] = {
     {"reason", "TEXT", "why, e.g. 'ring full' or 'no free ring'"},
 };
 
-// Compiler and runtime records (tc::trace::record). Every such table starts
-// with id and utid; the recording side sends the remaining columns in order.
-// ts and dur travel as recording-clock ticks and are converted by the
-// collector; TEXT columns travel as interned string ids.
-
-constexpr ColumnDecl kStepsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that called tc::mark_step() (threads.utid)"},
-    {"ts", "INTEGER", "when mark_step() was called"},
-    {"dur", "INTEGER", "how long mark_step() took: cut, compile on a miss, execute"},
-    {"step", "INTEGER", "the step index, counting mark_step() calls from 0"},
-    {"loc_id", "INTEGER", "the call site of mark_step() (locations.id)"},
-};
-
-constexpr ColumnDecl kCompilationsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
-    {"ts", "INTEGER", "when the compilation started"},
-    {"dur", "INTEGER", "its length: passes, planning, codegen and build"},
-    {"graph_id", "INTEGER", "the compiled graph, unique in the process; executions refer to it"},
-    {"step", "INTEGER", "the step during which it happened (steps.step)"},
-    {"signature", "TEXT", "structural hash of the graph: ops, attributes, dtypes, shapes (hex)"},
-    {"shape_erased", "TEXT", "the same hash without shapes (hex): equal for graphs that differ only in shapes"},
-    {"reason", "TEXT", "'first' (no graph of this structure before), 'shape_change' or 'structure_change'"},
-    {"trigger", "TEXT", "what cut the graph: 'mark_step' or 'explicit_evaluation'"},
-    {"loc_id", "INTEGER", "the user's call site that cut the graph (locations.id)"},
-    {"nodes_before", "INTEGER", "IR nodes before the passes"},
-    {"nodes_after", "INTEGER", "IR nodes after the passes"},
-    {"kernels", "INTEGER", "kernels generated"},
-    {"passes_ns", "INTEGER", "time in the optimizing passes"},
-    {"codegen_ns", "INTEGER", "time generating code"},
-    {"build_ns", "INTEGER", "time building the generated code (0 on a disk cache hit)"},
-    {"cache", "TEXT", "'built' (compiled from source) or 'disk_hit' (loaded from TC_CACHE_DIR)"},
-    {"diff", "TEXT", "for structure_change: what differs from the closest earlier graph (node counts, first differing op and its call site); NULL otherwise"},
-    {"source_path", "TEXT", "the generated source file, kept for the user"},
-};
-
-constexpr ColumnDecl kCompilationInputsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
-    {"graph_id", "INTEGER", "the compilation (compilations.graph_id) whose reason is shape_change"},
-    {"input", "TEXT", "the input whose shape changed: the user's name, else its creation site file:line"},
-    {"dim", "INTEGER", "the dimension that changed"},
-    {"old_value", "INTEGER", "its size in the closest earlier graph"},
-    {"new_value", "INTEGER", "its size in this graph"},
-};
-
-constexpr ColumnDecl kCompilePassesColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
-    {"graph_id", "INTEGER", "the compilation (compilations.graph_id)"},
-    {"ts", "INTEGER", "when the pass started"},
-    {"dur", "INTEGER", "how long it ran"},
-    {"pass", "TEXT", "the pass, e.g. 'dce', 'cse', 'fuse_elementwise'"},
-    {"nodes_after", "INTEGER", "IR nodes after the pass"},
-};
-
-constexpr ColumnDecl kExecutionsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that executed (threads.utid)"},
-    {"ts", "INTEGER", "when the execution started"},
-    {"dur", "INTEGER", "how long it ran"},
-    {"graph_id", "INTEGER", "the graph executed (compilations.graph_id; 0 for the eager executor)"},
-    {"step", "INTEGER", "the step during which it ran"},
-    {"trigger", "TEXT", "'mark_step', 'explicit_evaluation' or 'eager'"},
-    {"nodes", "INTEGER", "IR nodes executed"},
-};
-
-constexpr ColumnDecl kExplicitEvaluationsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread (threads.utid)"},
-    {"ts", "INTEGER", "when the evaluation was forced"},
-    {"dur", "INTEGER", "what it cost: cut, compile if needed, execute, copy to the host"},
-    {"step", "INTEGER", "the step during which it happened"},
-    {"kind", "TEXT", "'item', 'to_host' or 'print'"},
-    {"loc_id", "INTEGER", "the user's call site (locations.id: file, line, function)"},
-    {"nodes", "INTEGER", "IR nodes in the subgraph it cut"},
-    {"graph_id", "INTEGER", "the graph it ran (compilations.graph_id; 0 when run eagerly)"},
-};
-
-constexpr ColumnDecl kMemoryPlansColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that compiled (threads.utid)"},
-    {"graph_id", "INTEGER", "the compiled graph (compilations.graph_id)"},
-    {"peak_bytes", "INTEGER", "planned peak device bytes while the graph runs, everything live included"},
-    {"parameter_bytes", "INTEGER", "of the peak: parameters"},
-    {"gradient_bytes", "INTEGER", "of the peak: gradients"},
-    {"optimizer_state_bytes", "INTEGER", "of the peak: optimizer state"},
-    {"activation_bytes", "INTEGER", "of the peak: activations and other intermediates"},
-    {"input_bytes", "INTEGER", "of the peak: inputs"},
-    {"workspace_bytes", "INTEGER", "of the peak: scratch space of kernels"},
-    {"batch_bytes", "INTEGER", "of the peak: bytes that scale with the batch dimension"},
-    {"batch_size", "INTEGER", "the batch dimension's size in this graph (dim 0 of named inputs unless the user said otherwise); NULL if none"},
-    {"capacity_bytes", "INTEGER", "the device's capacity when planned"},
-};
-
-constexpr ColumnDecl kOutOfMemoryColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread whose allocation failed (threads.utid)"},
-    {"ts", "INTEGER", "when it failed"},
-    {"step", "INTEGER", "the step during which it failed"},
-    {"requested_bytes", "INTEGER", "the allocation that did not fit"},
-    {"live_bytes", "INTEGER", "bytes live at that moment"},
-    {"capacity_bytes", "INTEGER", "the device's capacity (TC_DEVICE_MEMORY_LIMIT on CPU)"},
-    {"parameter_bytes", "INTEGER", "live bytes of parameters"},
-    {"gradient_bytes", "INTEGER", "live bytes of gradients"},
-    {"optimizer_state_bytes", "INTEGER", "live bytes of optimizer state"},
-    {"activation_bytes", "INTEGER", "live bytes of activations"},
-    {"input_bytes", "INTEGER", "live bytes of inputs"},
-    {"other_bytes", "INTEGER", "live bytes of everything else"},
-    {"batch_size", "INTEGER", "the batch dimension's size in the failing graph; NULL if unknown"},
-};
-
-constexpr ColumnDecl kLogsColumns[] = {
-    {"id", "INTEGER", "row id"},
-    {"utid", "INTEGER", "the thread that logged (threads.utid)"},
-    {"ts", "INTEGER", "when"},
-    {"level", "TEXT", "'debug', 'info', 'warning' or 'error'"},
-    {"message", "TEXT", "the line (TC_DEBUG=1 logs each pass, its time, kernel counts and generated source paths)"},
-};
-
 constexpr IndexDecl kCompilationsIndexes[] = {{"compilations_graph_id", "graph_id"}};
 constexpr IndexDecl kExecutionsIndexes[] = {{"executions_graph_id", "graph_id"}};
 constexpr IndexDecl kExplicitEvaluationsIndexes[] = {{"explicit_evaluations_loc_id", "loc_id"}};
 
 constexpr IndexDecl kThreadsIndexes[] = {{"threads_upid", "upid"}};
+
+// Compiler and runtime records (tc/trace/records.h). Every such table is id,
+// utid, then the record's fields in order; ts and dur travel as recording-clock
+// ticks and are converted by the collector, TEXT columns as interned string ids.
+
+struct RecordIndexes {
+  std::string_view table;
+  std::span<const IndexDecl> indexes;
+};
+constexpr RecordIndexes kRecordIndexes[] = {
+    {"compilations", kCompilationsIndexes},
+    {"executions", kExecutionsIndexes},
+    {"explicit_evaluations", kExplicitEvaluationsIndexes},
+};
+
+constexpr std::span<const IndexDecl> indexes_of(std::string_view table) {
+  for (const RecordIndexes& r : kRecordIndexes) {
+    if (r.table == table) return r.indexes;
+  }
+  return {};
+}
+
+constexpr bool indexes_name_record_tables() {
+  for (const RecordIndexes& ix : kRecordIndexes) {
+    bool found = false;
+    for (const trace::RecordDecl& r : trace::kRecords) found = found || r.table == ix.table;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(indexes_name_record_tables(), "kRecordIndexes names a table that no record declares");
+
+constexpr std::string_view column_type(trace::FieldType t) {
+  switch (t) {
+    case trace::FieldType::kText: return "TEXT";
+    case trace::FieldType::kReal: return "REAL";
+    case trace::FieldType::kTs:
+    case trace::FieldType::kDur:
+    case trace::FieldType::kInt:
+    case trace::FieldType::kIntOrNull:
+    case trace::FieldType::kLoc: break;
+  }
+  return "INTEGER";
+}
+
+template <size_t K>
+constexpr auto record_columns() {
+  constexpr const trace::RecordDecl& r = trace::kRecords[K];
+  constexpr size_t lead = r.utid_doc.empty() ? 1 : 2;  // id, and utid unless the row is the run's
+  std::array<ColumnDecl, r.fields.size() + lead> c{};
+  c[0] = {"id", "INTEGER", "row id"};
+  if constexpr (lead == 2) c[1] = {"utid", "INTEGER", r.utid_doc};
+  for (size_t i = 0; i < r.fields.size(); ++i) {
+    const trace::FieldDecl& f = r.fields[i];
+    c[i + lead] = {f.name, column_type(f.type), f.doc, f.since};
+  }
+  return c;
+}
+template <size_t K>
+constexpr auto kRecordColumns = record_columns<K>();
+
+template <size_t... K>
+constexpr std::array<TableDecl, sizeof...(K)> make_record_tables(std::index_sequence<K...>) {
+  return {TableDecl{trace::kRecords[K].table, trace::kRecords[K].doc, kRecordColumns<K>, indexes_of(trace::kRecords[K].table)}...};
+}
+constexpr std::array<TableDecl, trace::kRecordCount> kRecordTables = make_record_tables(std::make_index_sequence<trace::kRecordCount>{});
 
 }  // namespace
 
@@ -247,7 +187,6 @@ namespace schema {
 // to 1.6 M events/s end to end, and their readers (the viewer, exports,
 // aggregates) scan them whole anyway. Small tables get indexes at finalize.
 const TableDecl run{"run", "The run: what was profiled, how it ended. One row, id = 1.", kRunColumns, {}};
-const TableDecl run_env{"run_env", "The TC_* environment variables of the run, one row each.", kRunEnvColumns, {}};
 const TableDecl strings{"strings",
                         "Interned strings: an event argument that names something (an input, a kernel) is an id here.",
                         kStringsColumns, {}};
@@ -269,28 +208,34 @@ const TableDecl counter_series{"counter_series",
                                "One row per counter, computed from counters when the run ends, so readers need not scan counters "
                                "for a peak or a last value. Empty in a store whose writer was killed.",
                                kCounterSeriesColumns, {}, false, kCounterSeriesDerive};
-const TableDecl steps{"steps", "Training steps: one row per tc::mark_step() call.", kStepsColumns, {}};
-const TableDecl compilations{"compilations", "Every compilation of a cut graph, and why it happened.", kCompilationsColumns,
-                             kCompilationsIndexes};
-const TableDecl compilation_inputs{"compilation_inputs",
-                                   "For each shape_change compilation, every input dimension that differs from the closest earlier graph.",
-                                   kCompilationInputsColumns, {}};
-const TableDecl compile_passes{"compile_passes", "Each optimizing pass of each compilation, timed.", kCompilePassesColumns, {}};
-const TableDecl executions{"executions", "Every execution of a graph, compiled or eager.", kExecutionsColumns, kExecutionsIndexes};
-const TableDecl explicit_evaluations{"explicit_evaluations",
-                                     "item(), to_host() or printing of a pending tensor: each one cut the graph and ran it on the spot.",
-                                     kExplicitEvaluationsColumns, kExplicitEvaluationsIndexes};
-const TableDecl memory_plans{"memory_plans", "The memory planner's result for each compiled graph.", kMemoryPlansColumns, {}};
-const TableDecl out_of_memory{"out_of_memory", "Allocations that exceeded the device's capacity, with what was live.",
-                              kOutOfMemoryColumns, {}};
-const TableDecl logs{"logs", "Log lines from the compiler and runtime (TC_DEBUG=1 or tc-profile --debug).", kLogsColumns, {}};
+#define TC_STORE_RECORD_TABLE_(Name, kind_, table_, ...) const TableDecl& table_ = kRecordTables[kind_ - 1];
+TC_TRACE_RECORDS(TC_STORE_RECORD_TABLE_)
+#undef TC_STORE_RECORD_TABLE_
+
+const TableDecl* record_table(uint16_t kind) { return trace::record_decl(kind) ? &kRecordTables[kind - 1] : nullptr; }
+
+namespace {
+// Every table that is not a record's, in creation order; the record tables follow.
+constexpr const TableDecl* kBaseTables[] = {&run,      &strings,        &locations, &processes, &threads,
+                                            &ranges,   &instants, &counters,       &counter_series, &dropped};
+}  // namespace
 
 std::span<const TableDecl* const> all_tables() {
-  static constexpr std::array<const TableDecl*, 20> kTables = {
-      &run,   &run_env,    &strings,      &locations,          &processes,      &threads,    &ranges,
-      &instants, &counters, &counter_series, &dropped,     &steps,              &compilations,   &compilation_inputs,
-      &compile_passes, &executions, &explicit_evaluations, &memory_plans, &out_of_memory, &logs};
+  static constexpr auto kTables = [] {
+    std::array<const TableDecl*, std::size(kBaseTables) + trace::kRecordCount> all{};
+    size_t n = 0;
+    for (const TableDecl* t : kBaseTables) all[n++] = t;
+    for (const TableDecl& t : kRecordTables) all[n++] = &t;
+    return all;
+  }();
   return kTables;
+}
+
+const ColumnDecl* find_column(const TableDecl& table, std::string_view name) {
+  for (const ColumnDecl& c : table.columns) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
 }
 
 }  // namespace schema
@@ -316,12 +261,15 @@ namespace {
 
 constexpr std::string_view kIntro = R"(# Store schema (`.tcdb`)
 
-<!-- Generated by tc-store-schema from profiler/store/src/schema.cpp; do not edit. Run `ninja schema-doc`. -->
+<!-- Generated by tc-store-schema from profiler/store/src/schema.cpp and profiler/trace/include/tc/trace/records.h; do not edit. Run `ninja schema-doc`. -->
 
 A run recorded by `tc-profile` (or in process with `TC_PROFILE=FILE.tcdb`) is
 one SQLite 3 file that `tc-analyze`, `tc-viewer` and the `sqlite3` shell read.
 This page is generated from the schema declared in
-`profiler/store/src/schema.cpp`, so it always matches the code.
+`profiler/store/src/schema.cpp` and, for the tables of compiler and runtime
+records (`steps` to `logs`), from the record declarations in
+`profiler/trace/include/tc/trace/records.h` that the recording side compiles
+against, so it always matches the code.
 
 ## Versioning
 
@@ -330,6 +278,8 @@ This page is generated from the schema declared in
 - `PRAGMA user_version` is the schema version: **@VERSION@** for this tc. Any
   change to a table or a column below changes it. tc reads stores up to its own
   version and refuses a newer one with a one-line error that says to upgrade.
+  A table or column marked *(since vN)* is missing from older stores, which
+  tc still reads.
 - A finished store is one self-contained file. A store whose run was killed
   may still have a `FILE.tcdb-wal` beside it, holding the last rows written:
   keep the two together. Such a store is valid, with `run.complete = 0`.
@@ -341,6 +291,13 @@ This page is generated from the schema declared in
   wall-clock time, add `run.start_unix_ns - run.start_ts`.
 - `upid` and `utid` identify a process and a thread within the store; `pid`
   and `tid` are the operating system's ids, which can be reused.
+- `graph_id` and `execution_id` are unique in the run: across every process
+  that recorded into the store (they draw from one counter that tc-profile
+  shares with all of them), so `executions.graph_id = compilations.graph_id`
+  is the whole join, with no `utid` or `upid` beside it.
+- A store holds one rank: under MPI each rank writes its own store, and the
+  analysis merges stores. The processes in a store are those that one
+  `tc-profile` run started (or the one process of `TC_PROFILE=FILE.tcdb`).
 - Events name their recording site with `loc_id` (`locations.id`); arguments
   that name something are ids into `strings`.
 - The first column of every table is its `INTEGER PRIMARY KEY`.
@@ -396,10 +353,12 @@ std::string schema_markdown() {
   std::string md(kIntro);
   md.replace(md.find("@VERSION@"), 9, std::to_string(kSchemaVersion));
   for (const TableDecl* t : schema::all_tables()) {
-    md += "\n### " + std::string(t->name) + "\n\n" + std::string(t->doc) + "\n\n";
+    md += "\n### " + std::string(t->name) + "\n\n" + std::string(t->doc) +
+          (t->since > 1 ? " *(since v" + std::to_string(t->since) + ")*" : std::string()) + "\n\n";
     md += "| column | type | meaning |\n|---|---|---|\n";
     for (const ColumnDecl& c : t->columns) {
-      md += "| `" + std::string(c.name) + "` | " + std::string(c.type) + " | " + escape_cell(c.doc) + " |\n";
+      std::string since = c.since > 1 ? " *(since v" + std::to_string(c.since) + ")*" : "";
+      md += "| `" + std::string(c.name) + "` | " + std::string(c.type) + " | " + escape_cell(c.doc) + since + " |\n";
     }
     if (!t->indexes.empty()) {
       md += "\nIndexes:";

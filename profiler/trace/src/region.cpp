@@ -32,6 +32,8 @@ void init_header(void* base, uint32_t rings, uint64_t capacity, uint64_t bytes) 
   h->total_bytes = bytes;
   h->clock = static_cast<uint32_t>(preferred_clock());
   h->next_id.store(1, std::memory_order_relaxed);  // 0 means "no id"
+  h->next_graph_id.store(1, std::memory_order_relaxed);
+  h->next_execution_id.store(1, std::memory_order_relaxed);
   auto* first = static_cast<char*>(base) + align_up(sizeof(RegionHeader), 64);
   for (uint32_t i = 0; i < rings; ++i) new (first + i * ring_stride(capacity)) RingHeader{};
 }

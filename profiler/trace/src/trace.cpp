@@ -61,6 +61,7 @@ thread_local ProducerOwner t_owner;
 struct Registry {
   std::mutex mu;
   std::vector<Site*> sites;  // every site given an id, reset when a new session starts
+  std::vector<StaticString*> static_strings;  // the same for static strings
   std::unordered_map<std::string, uint32_t> strings;
   std::map<std::tuple<std::string, std::string, uint32_t, std::string>, uint32_t> locations;
   detail::StartHook start_hook = nullptr;
@@ -291,6 +292,8 @@ void activate(Region* region) {
   // Ids belong to a region: forget those handed out for an earlier one.
   for (Site* s : r.sites) s->id.store(0, std::memory_order_relaxed);
   r.sites.clear();
+  for (StaticString* s : r.static_strings) s->id.store(0, std::memory_order_relaxed);
+  r.static_strings.clear();
   r.strings.clear();
   r.locations.clear();
   g_region = region;
@@ -338,11 +341,10 @@ void start_from_environment() noexcept {
   hook(path);
 }
 
-uint32_t intern(std::string_view text) noexcept {
-  if (!enabled()) return 0;
-  Registry& r = reg();
-  std::lock_guard lock(r.mu);
-  if (g_region == nullptr) return 0;
+namespace {
+
+// With reg().mu held and a region active.
+uint32_t intern_locked(Registry& r, std::string_view text) {
   if (text.size() > kMaxText) text = text.substr(0, kMaxText);
   auto [it, inserted] = r.strings.try_emplace(std::string(text), 0);
   if (inserted) {
@@ -352,32 +354,70 @@ uint32_t intern(std::string_view text) noexcept {
   return it->second;
 }
 
-uint32_t location_id(std::string_view name, const std::source_location& where) noexcept {
+// Process-local ids, for when no region is shared (and before one is).
+std::atomic<int64_t> g_local_graph_id{1};
+std::atomic<int64_t> g_local_execution_id{1};
+
+int64_t draw_id(std::atomic<int64_t> RegionHeader::*shared, std::atomic<int64_t>& local) {
+  Region* region = enabled() ? g_region : nullptr;
+  if (region != nullptr) {
+    int64_t id = (region->header().*shared).fetch_add(1, std::memory_order_relaxed);
+    if (id >= 1) return id;  // another process may have scribbled on the counter
+  }
+  return local.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+uint32_t detail::register_string(StaticString& s) noexcept {
   if (!enabled()) return 0;
   Registry& r = reg();
   std::lock_guard lock(r.mu);
-  if (g_region == nullptr) return 0;
+  uint32_t id = s.id.load(std::memory_order_relaxed);
+  if (id != 0 || g_region == nullptr) return id;
+  id = intern_locked(r, s.text ? s.text : "");
+  r.static_strings.push_back(&s);
+  s.id.store(id, std::memory_order_release);
+  return id;
+}
+
+StringId intern(std::string_view text) noexcept {
+  if (!enabled()) return {};
+  Registry& r = reg();
+  std::lock_guard lock(r.mu);
+  if (g_region == nullptr) return {};
+  return StringId{intern_locked(r, text)};
+}
+
+LocationId location_id(std::string_view name, const std::source_location& where) noexcept {
+  if (!enabled()) return {};
+  Registry& r = reg();
+  std::lock_guard lock(r.mu);
+  if (g_region == nullptr) return {};
   auto key = std::make_tuple(std::string(name), std::string(where.file_name()), where.line(), std::string(where.function_name()));
   auto [it, inserted] = r.locations.try_emplace(std::move(key), 0);
   if (inserted) {
     it->second = define_location(std::get<0>(it->first).c_str(), where.file_name(), where.function_name(), where.line());
   }
-  return it->second;
+  return LocationId{it->second};
 }
 
-void instant_at(uint32_t location, int64_t arg) noexcept {
+int64_t new_graph_id() noexcept { return draw_id(&RegionHeader::next_graph_id, g_local_graph_id); }
+int64_t new_execution_id() noexcept { return draw_id(&RegionHeader::next_execution_id, g_local_execution_id); }
+
+void instant_at(LocationId location, int64_t arg) noexcept {
   if (!enabled()) return;
-  write_slot(SlotKind::kInstant, location, 0, arg, read_now());
+  write_slot(SlotKind::kInstant, location.value, 0, arg, read_now());
 }
 
-void begin_at(uint32_t location) noexcept {
+void begin_at(LocationId location) noexcept {
   if (!enabled()) return;
-  write_slot(SlotKind::kBegin, location, 0, 0, read_now());
+  write_slot(SlotKind::kBegin, location.value, 0, 0, read_now());
 }
 
-void end_at(uint32_t location) noexcept {
+void end_at(LocationId location) noexcept {
   if (!enabled()) return;
-  write_slot(SlotKind::kEnd, location, 0, 0, read_now());
+  write_slot(SlotKind::kEnd, location.value, 0, 0, read_now());
 }
 
 void record(RecordKind kind, std::span<const int64_t> fields) noexcept {
@@ -388,8 +428,8 @@ void record(RecordKind kind, std::span<const int64_t> fields) noexcept {
 
 void set_thread_name(std::string_view name) noexcept {
   if (!enabled()) return;
-  uint32_t id = intern(name);
-  if (id != 0) write_slot(SlotKind::kThreadName, id, 0, 0, read_now());
+  StringId id = intern(name);
+  if (id.value != 0) write_slot(SlotKind::kThreadName, id.value, 0, 0, read_now());
 }
 
 uint64_t now() noexcept { return read_now(); }

@@ -9,8 +9,11 @@
 // open() checks the file itself before handing it to SQLite and never writes
 // to it. Each refusal is one line naming the path, the problem and what to do:
 // kNotFound, kNotAStore (directory, empty, not SQLite, another SQLite file),
-// kCorrupt (truncated or damaged), kNewerVersion (written by a newer tc).
-// A store whose writer was killed (it still has a -wal file) is readable.
+// kCorrupt (truncated or damaged, or a table or column its version declares
+// is missing), kNewerVersion (written by a newer tc). Older versions open:
+// what a later version added (`since` in the schema) is then absent, so ask
+// has() before querying it. A store whose writer was killed (it still has a
+// -wal file) is readable.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "tc/store/schema.h"
 #include "tc/store/status.h"
 
 namespace tc::store {
@@ -58,6 +62,9 @@ class Reader {
   StatusOr<int64_t> scalar_i64(std::string_view sql) const;
 
   int schema_version() const;
+  // Whether this store's version has `column` of `table` (declared, and not
+  // added by a later version): e.g. has(schema::executions, "execution_id").
+  bool has(const TableDecl& table, std::string_view column) const;
   const std::string& path() const;
 
   Reader(Reader&&) noexcept;

@@ -3,8 +3,12 @@
 // Every table and column is declared here with its doc string; the CREATE
 // statements, the writer's INSERTs, the reader's checks and docs/schema.md are
 // all generated from these declarations. Adding a table is one more TableDecl
-// in schema.cpp, its extern below, and its entry in all_tables(). Changing a
-// table or a column means bumping kSchemaVersion.
+// in schema.cpp, its extern below, and its entry in all_tables(). The tables
+// of compiler and runtime records (steps, compilations, ...) are not written
+// here: their columns come from the record declarations in
+// tc/trace/records.h, so producer, collector and column cannot disagree.
+// Changing a table or a column means bumping kSchemaVersion and marking what
+// is new with `since`, so that stores of older versions still open.
 //
 // Conventions: names are plain snake_case; times are int64 CLOCK_MONOTONIC
 // nanoseconds in columns named ts (a point) and dur (a length); the first
@@ -16,15 +20,19 @@
 #include <string>
 #include <string_view>
 
+#include "tc/trace/records.h"
+
 namespace tc::store {
 
-inline constexpr int kSchemaVersion = 1;           // PRAGMA user_version
+// v2: executions.execution_id; graph ids unique in the run.
+inline constexpr int kSchemaVersion = 2;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {
   std::string_view name;
   std::string_view type;  // "INTEGER", "REAL" or "TEXT"
   std::string_view doc;   // one line
+  int since = 1;          // the schema version that added it; older stores lack it
 };
 
 // An index built by Writer::finalize(), not during ingest.
@@ -44,17 +52,25 @@ struct TableDecl {
   // A derived table: filled by these SQL statements when the store is
   // finalized (a summary of a bulk table, so readers need not scan it).
   std::string_view derive = {};
+  int since = 1;  // the schema version that added it; older stores lack it
 };
 
 namespace schema {
-extern const TableDecl run, run_env, strings, locations, processes, threads, ranges, instants, counters, dropped;
-// Compiler and runtime records (columns id, utid, then the record's fields).
+extern const TableDecl run, strings, locations, processes, threads, ranges, instants, counters, dropped;
 // Derived at finalize.
 extern const TableDecl counter_series;
-extern const TableDecl steps, compilations, compilation_inputs, compile_passes, executions, explicit_evaluations, memory_plans,
-    out_of_memory, logs;
+// Compiler and runtime records, one table per kind of tc/trace/records.h
+// (schema::steps, schema::compilations, ..., schema::run_env): columns id,
+// utid (unless the row is the run's, as in run_env), then the record's fields.
+#define TC_STORE_RECORD_TABLE_(Name, kind_, table_, ...) extern const TableDecl& table_;
+TC_TRACE_RECORDS(TC_STORE_RECORD_TABLE_)
+#undef TC_STORE_RECORD_TABLE_
+// The table of a record kind; nullptr for a kind this tc does not know.
+const TableDecl* record_table(uint16_t kind);
 // Every table of the current version, in creation (and documentation) order.
 std::span<const TableDecl* const> all_tables();
+// The declared column of `table` named `name`, or nullptr.
+const ColumnDecl* find_column(const TableDecl& table, std::string_view name);
 }  // namespace schema
 
 // The text of docs/schema.md.

@@ -24,7 +24,7 @@
 namespace tc::trace {
 
 inline constexpr uint64_t kRegionMagic = 0x31726763'74637400ull;  // "\0tcrgc1" little-endian-ish tag
-inline constexpr uint32_t kRegionVersion = 1;
+inline constexpr uint32_t kRegionVersion = 2;
 
 // What the slot's fields mean depends on kind.
 enum class SlotKind : uint16_t {
@@ -36,7 +36,7 @@ enum class SlotKind : uint16_t {
   kLocationDef = 5,  // loc = new id, value = line, arg = payload bytes; payload "name\0file\0function\0"
   kStringDef = 6,    // loc = new id, arg = payload bytes; payload = the string
   kThreadName = 7,   // loc = string id of the name (defined earlier in the same ring)
-  kRecord = 8,       // loc = RecordKind, arg = field count; payload = int64 fields
+  kRecord = 8,       // loc = RecordKind, value = field count, arg = payload bytes; payload = int64 fields (records.h)
   kPayload = 9,      // raw bytes continuing the previous slot's record
 };
 
@@ -82,6 +82,8 @@ struct alignas(64) RegionHeader {
   std::atomic<uint32_t> next_id;              // location and string ids, shared by every process
   std::atomic<uint64_t> dropped_no_ring;      // events of threads that found no free ring
   std::atomic<uint64_t> collector_heartbeat;  // bumped by the collector on every pass
+  std::atomic<int64_t> next_graph_id;         // new_graph_id(), shared by every process
+  std::atomic<int64_t> next_execution_id;     // new_execution_id(), shared by every process
 };
 
 // Owns or maps a region. Not copyable.

@@ -7,12 +7,15 @@
 //     TC_TRACE_COUNTER("memory.live_bytes", live); // a value over time
 //   }
 //
+// Structured records (a step, a compilation, an execution: one row of a store
+// table each) are declared in tc/trace/records.h and sent with emit().
+//
 // Contract:
 // - Each macro points at a static source-location record (name, file,
 //   function, line); no string travels with an event.
 // - Recording never allocates, locks, throws or makes a system call on the
 //   hot path. A thread's first event claims a ring (once per thread); a site's
-//   first use gets an id (once per site, under a lock).
+//   or a StaticString's first use in a session gets an id (once, under a lock).
 // - Profiling off (no TC_PROFILE, no tc-profile, no start()): each macro costs
 //   one predictable branch. Built with -DTC_TRACE=OFF: each macro is nothing.
 // - A full ring makes the producer wait for the collector (bounded); events
@@ -33,6 +36,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "tc/trace/records.h"
 #include "tc/trace/region.h"
 
 namespace tc::trace {
@@ -51,21 +55,12 @@ struct Site {
   std::atomic<uint32_t> id{0};
 };
 
-// Kinds of structured records (see record()). Each goes to the store table of
-// the same name, whose columns after id and utid are the record's fields in
-// order (docs/schema.md). New kinds are appended; values are stable.
-enum class RecordKind : uint16_t {
-  kNone = 0,
-  kStep = 1,                // steps
-  kCompilation = 2,         // compilations
-  kCompilationInput = 3,    // compilation_inputs
-  kCompilePass = 4,         // compile_passes
-  kExecution = 5,           // executions
-  kExplicitEvaluation = 6,  // explicit_evaluations
-  kMemoryPlan = 7,          // memory_plans
-  kOutOfMemory = 8,         // out_of_memory
-  kLog = 9,                 // logs
-  kCount
+// A string known when the program is built (an event's fixed argument, e.g.
+// "eager"), interned once per recording session like a Site: intern(s) is
+// then one atomic load. Lives in static storage.
+struct StaticString {
+  const char* text;
+  std::atomic<uint32_t> id{0};
 };
 
 namespace detail {
@@ -90,6 +85,7 @@ extern std::atomic<uint32_t> g_session;
 extern bool g_use_tsc;
 
 uint32_t register_site(Site& site) noexcept;
+uint32_t register_string(StaticString& s) noexcept;
 // Everything but the common case: claim a ring, wait for space, count drops.
 void write_slow(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept;
 
@@ -157,27 +153,43 @@ inline bool enabled() noexcept { return kCompiledIn && detail::g_enabled.load(st
 void start_from_environment() noexcept;
 
 // Interns a string for use as an event argument (e.g. an input's name) and
-// returns its id, stable for the life of the process. Locks; not for hot loops.
-uint32_t intern(std::string_view text) noexcept;
+// returns its id, stable for the rest of the recording session; StringId{}
+// while recording is off. Locks; not for hot loops.
+StringId intern(std::string_view text) noexcept;
+// The same for a static string: locks on its first use in a session only.
+inline StringId intern(StaticString& s) noexcept {
+  uint32_t id = s.id.load(std::memory_order_acquire);
+  return StringId{__builtin_expect(id != 0, 1) ? id : detail::register_string(s)};
+}
 
 // Registers a location that is only known at run time (e.g. a user's
-// std::source_location) and returns its id for the *_at() calls. Locks once per
-// distinct (name, file, line, function); cached afterwards.
-uint32_t location_id(std::string_view name, const std::source_location& where) noexcept;
+// std::source_location) and returns its id for the *_at() calls and for Loc
+// fields of records. Locks once per distinct (name, file, line, function);
+// cached afterwards. LocationId{} while recording is off.
+LocationId location_id(std::string_view name, const std::source_location& where) noexcept;
 
 // Same as the macros, for a location id from location_id().
-void instant_at(uint32_t location, int64_t arg) noexcept;
-void begin_at(uint32_t location) noexcept;
-void end_at(uint32_t location) noexcept;
+void instant_at(LocationId location, int64_t arg) noexcept;
+void begin_at(LocationId location) noexcept;
+void end_at(LocationId location) noexcept;
 
-// A structured record: the fields of one row of the kind's table, after id
-// and utid, in column order. Columns ts and dur are now() ticks (dur = end
-// ticks - start ticks), TEXT columns are intern() ids (0 for NULL), REAL
-// columns are std::bit_cast<int64_t>(double). At most 64 fields.
+// Structured records: build the record's struct (tc/trace/records.h) and
+// emit() it; that is the API. record() is the wire underneath, kept for
+// tests: the fields of one row of the kind's table after id and utid, in
+// declaration order. At most 64 fields; a record whose field count is not
+// its declaration's is dropped by the collector.
 void record(RecordKind kind, std::span<const int64_t> fields) noexcept;
 inline void record(RecordKind kind, std::initializer_list<int64_t> fields) noexcept {
   record(kind, std::span<const int64_t>(fields.begin(), fields.size()));
 }
+
+// Ids of compiled graphs and of their executions, unique in the run: while
+// recording, every process of the run (all of tc-profile's children) draws
+// from one counter in the shared region, so two processes never both have a
+// graph 1. Otherwise (recording off or compiled out) from a counter of this
+// process. Always >= 1; lock-free.
+int64_t new_graph_id() noexcept;
+int64_t new_execution_id() noexcept;
 
 // Names the calling thread in the store.
 void set_thread_name(std::string_view name) noexcept;
