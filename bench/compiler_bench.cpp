@@ -204,6 +204,7 @@ struct Contender {
   std::string name, threads;
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
+  std::string cold_cache = {};  // a tc code cache emptied before round 1: its first step builds from nothing
 };
 
 // Runs argv with env added; returns its stdout (stderr passes through).
@@ -249,7 +250,7 @@ std::string fmt(double v, const char* f = "%.2f") {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string child, model_opt = "both", jax_python, cache_dir;
+  std::string child, model_opt = "both", jax_python, cache_dir, baseline;
   int rounds = 5, steps = 30;
   bool no_torch = false;
   CLI::App app{"Training-step time of tc (compiled, eager) vs libtorch and JAX jit on the CPU: an MLP\n"
@@ -263,6 +264,9 @@ int main(int argc, char** argv) {
   app.add_option("--jax-python", jax_python,
                  "Python with jax installed (runs bench/jax_peer.py); empty: no JAX column")->capture_default_str();
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
+  app.add_option("--baseline", baseline,
+                 "Another build's tc-bench-compiler: its tc compiled runs as one more contender (before/after a change, "
+                 "in one run)");
   app.add_option("--child", child, "(internal) run one contender: tc, tc-eager, torch")->group("");
   app.add_option("--cache-dir", cache_dir, "(internal) tc code cache of the child")->group("");
   CLI11_PARSE(app, argc, argv);
@@ -306,7 +310,8 @@ int main(int argc, char** argv) {
     std::string st = std::to_string(steps);
     // tc: OpenMP for its kernels and OpenBLAS's own threads for sgemm, 2 each (one runs at a time).
     cs.push_back({"tc compiled", "OMP 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st},
-                  {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}}});
+                  {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}},
+                  cold.string()});
     cs.push_back({"tc eager", "OMP 2, BLAS 2", {self, "--child", "tc-eager", "--model", model, "--steps", st},
                   {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
     if (have_torch) {
@@ -315,6 +320,11 @@ int main(int argc, char** argv) {
       cs.push_back({"libtorch 1.13", "OMP 2, BLAS 2", {self, "--child", "torch", "--model", model, "--steps", st},
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
     }
+    if (!baseline.empty()) {
+      std::string base_cold = cold.string() + "-baseline";
+      cs.push_back({"tc baseline", "OMP 2, BLAS 2", {baseline, "--child", "tc", "--model", model, "--steps", st},
+                    {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", base_cold}}, base_cold});
+    }
     if (!jax_python.empty())
       cs.push_back({"JAX jit", "XLA CPU, 2 cores", {jax_python, jax_script, "--model", model, "--steps", st},
                     {{"XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true"}, {"JAX_PLATFORMS", "cpu"}}});
@@ -322,7 +332,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<ChildResult>> res(cs.size());
     for (int r = 0; r < rounds; ++r) {
       for (std::size_t i = 0; i < cs.size(); ++i) {
-        if (r == 0 && i == 0) fs::remove_all(cold);  // tc's first step of the run compiles from nothing
+        if (r == 0 && !cs[i].cold_cache.empty()) fs::remove_all(cs[i].cold_cache);  // tc's first step of the run compiles from nothing
         std::string out;
         ChildResult cr;
         if (!run_child(cs[i], out) || !parse_result(out, cr)) {
@@ -334,7 +344,8 @@ int main(int argc, char** argv) {
         res[i].push_back(cr);
       }
     }
-    fs::remove_all(cold);
+    for (const Contender& c : cs)
+      if (!c.cold_cache.empty()) fs::remove_all(c.cold_cache);
 
     // Reference: libtorch as the issue prescribes it (BLAS 1), else eager tc.
     std::size_t ref = have_torch ? 2 : 1;
@@ -357,17 +368,18 @@ int main(int argc, char** argv) {
       // First step: tc compiled's from the cold first round; others' (JAX compiles every process) the median.
       std::vector<double> f;
       for (auto& c : res[i]) f.push_back(c.first_ms);
-      double first = i == 0 ? (res[i].empty() ? NAN : res[i][0].first_ms) : median(f);
+      double first = !cs[i].cold_cache.empty() ? (res[i].empty() ? NAN : res[i][0].first_ms) : median(f);
       std::string loss = res[i].empty() ? "-" : fmt(res[i][0].loss_first, "%.3f") + " -> " + fmt(res[i][0].loss_last, "%.3f");
       std::printf("%-16s %-18s %10s %8s %10s %10s %14s %12s\n", cs[i].name.c_str(), cs[i].threads.c_str(), fmt(med, "%.3f").c_str(),
                   fmt(med / ref_ms, "%.2fx").c_str(), fmt(lo, "%.3f").c_str(), fmt(hi, "%.3f").c_str(), fmt(first, "%.0f").c_str(),
                   loss.c_str());
     }
-    if (!res[0].empty()) {
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      if (cs[i].cold_cache.empty() || res[i].empty()) continue;
       std::vector<double> warm;
-      for (std::size_t r = 1; r < res[0].size(); ++r) warm.push_back(res[0][r].first_ms);
-      std::printf("tc compiled first step: %s ms from a cold code cache (g++ build), %s ms with the disk cache warm\n",
-                  fmt(res[0][0].first_ms, "%.0f").c_str(), fmt(median(warm), "%.0f").c_str());
+      for (std::size_t r = 1; r < res[i].size(); ++r) warm.push_back(res[i][r].first_ms);
+      std::printf("%s first step: %s ms from a cold code cache (g++ build), %s ms with the disk cache warm\n",
+                  cs[i].name.c_str(), fmt(res[i][0].first_ms, "%.0f").c_str(), fmt(median(warm), "%.0f").c_str());
     }
   }
   std::fflush(stdout);

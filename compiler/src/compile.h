@@ -6,11 +6,13 @@
 //   passes       a flat list of named rewrites over the CGraph (passes.cpp);
 //                TC_VERIFY=1 runs verify() after each one.
 //   schedule()   turns the fused CGraph into kernels (kernel IR, schedule.cpp).
-//   plan()       assigns arena offsets by liveness (planner.cpp).
-//   Emitter      renders a Program in one dialect (codegen_cpp.cpp; a CUDA C
-//                emitter would be a second implementation).
+//   kernel passes  rewrites of the kernel IR (fuse_gemm_updates).
+//   plan_memory()  assigns arena offsets by liveness (plan.cpp).
+//   backend        renders, builds and loads the Program (backend/backend.h:
+//                  cpu/ is C++ with g++; a CUDA backend is one more folder).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <source_location>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "ir.h"
+#include "tc/error.h"
 
 namespace tc::detail {
 
@@ -142,28 +145,38 @@ struct Program {
   int64_t arena_batch_bytes = 0;  // bytes that grow with the batch: an upper bound on the arena growth per sample (see plan_arena)
 };
 
-// Builds kernels from a fused CGraph; in-place updates where safe.
-Program schedule(const CGraph& g);
+// Builds kernels from a fused CGraph; in-place updates where safe. The
+// graph the kernels refer to (the input plus a copy node for each output that
+// is a leaf) is left in *scheduled for the kernel passes.
+Program schedule(const CGraph& g, CGraph* scheduled);
+
+// ---- kernel passes ----------------------------------------------------------
+// Rewrites of the kernel IR after scheduling, before planning: a flat list
+// like the graph passes (passes.cpp), skipped by TC_SKIP_PASSES, timed into
+// compile_passes, checked by verify_kernels() under TC_VERIFY=1.
+std::vector<PassInfo> run_kernel_passes(const CGraph& scheduled, Program& p, bool verify);
+// Elementwise updates W - G * s into W where G is a product read by nothing
+// else become one sgemm accumulating into W (schedule.cpp).
+void fuse_gemm_updates(const CGraph& scheduled, Program& p);
+
+// ---- memory plan (plan.cpp) ---------------------------------------------------
+struct MemoryPlan {
+  int64_t peak = 0, batch_bytes = 0, batch_size = 0, capacity = 0;
+  std::array<int64_t, kCategoryCount> by_category{};
+};
+// Assigns arena offsets by liveness and returns the planned peak: everything
+// live now, plus the outputs (by their category) and the arena; batch_bytes
+// bounds the growth per sample (dim 0 of named host inputs).
+MemoryPlan plan_memory(const CGraph& g, const std::vector<std::string>& input_names,
+                       const std::vector<Category>& output_categories, Program& p);
 // Liveness-based arena offsets for the arena buffers of `p`.
 void plan_arena(Program& p, const std::vector<bool>& batch_scaled_node);
-// Throws tc::Error when a planned program is inconsistent: a kernel loads a
-// buffer it does not declare, reads an arena buffer before any kernel wrote
-// it, or two arena buffers live at the same time share bytes (TC_VERIFY=1).
+// Throws tc::Error when the kernels are inconsistent: a kernel loads a buffer
+// it does not declare, or reads an arena buffer before any kernel wrote it.
+void verify_kernels(const Program& p, const char* after);
+// verify_kernels, and no two arena buffers live at the same time share bytes
+// (after planning; TC_VERIFY=1).
 void verify_program(const Program& p);
-
-// One interface, several dialects (C++ for CPU now; CUDA C later).
-class Emitter {
- public:
-  virtual ~Emitter() = default;
-  virtual const char* dialect() const = 0;
-  // A whole translation unit exporting `extern "C" int tc_run(void* const* bufs)`
-  // (bufs: inputs, outputs, then the arena; returns 0, or 1 for an index out of range).
-  // With parts > 1 the unit splits its kernels into `parts` groups of about
-  // equal size, each compiled alone with -DTC_PART=i (tc_run is in part 0),
-  // so the build can use several cores; without TC_PART it is whole.
-  virtual std::string emit(const Program& p, const std::string& graph_name, int parts = 1) const = 0;
-};
-std::unique_ptr<Emitter> make_cpp_emitter();
 
 // ---- runtime entry (compiler.cpp) -------------------------------------------
 // Compiles on a cache miss, then executes `g` with planner buffers. Returns the

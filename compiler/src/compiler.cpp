@@ -1,28 +1,25 @@
-// The compiled path's driver: signature, caches, reasons, build, execution.
-#include <dlfcn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// The compiled path's driver. compile() runs named stages in order:
+//   diagnose   why the cache missed: first, shape_change (which input dims), structure_change (a diff)
+//   optimize   the graph passes (passes.cpp), timed
+//   schedule   kernels (schedule.cpp) and the kernel passes, timed
+//   plan       arena offsets and the batch-scaled bound (plan.cpp)
+//   build      the backend renders, builds or loads the code (backend/)
+//   record     compilations, compilation_inputs, compile_passes, memory_plans
+// execute() binds buffers and runs the backend's code.
 #include <algorithm>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
+#include "backend/backend.h"
 #include "compile.h"
 #include "events.h"
 #include "random.h"
 #include "tc/memory.h"
-
-#ifndef TC_BLAS_LIBRARY_PATH
-#define TC_BLAS_LIBRARY_PATH "-lopenblas"
-#endif
 
 namespace tc::detail {
 namespace {
@@ -52,17 +49,6 @@ struct Hasher {
     add(v);
   }
 };
-
-uint64_t hash_text(const std::string& s) {
-  Hasher h;
-  for (std::size_t i = 0; i < s.size(); i += 8) {
-    uint64_t v = 0;
-    std::memcpy(&v, s.data() + i, std::min<std::size_t>(8, s.size() - i));
-    h.add(v);
-  }
-  h.add(s.size());
-  return h.h;
-}
 
 // Structural hash of a lowered graph; `shapes` false gives the shape-erased
 // hash (ranks stay; shapes, reshape targets, slice bounds and fill values go,
@@ -154,263 +140,13 @@ Lowered lower(const Graph& graph, Trigger trigger) {
   return l;
 }
 
-// Which nodes' sizes scale with the batch dimension: dim 0 of named host
-// inputs (from_host with a name), propagated through shape inference.
-std::vector<bool> batch_scaled(const CGraph& g, const std::vector<std::string>& names, int64_t* batch_size) {
-  std::vector<std::vector<bool>> f(g.nodes.size());
-  *batch_size = 0;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const CNode& n = g.nodes[i];
-    auto& fl = f[i];
-    fl.assign(n.shape.size(), false);
-    auto in = [&](std::size_t k) -> const std::vector<bool>& { return f[static_cast<std::size_t>(n.in[k])]; };
-    auto in_shape = [&](std::size_t k) -> const Shape& { return g.nodes[static_cast<std::size_t>(n.in[k])].shape; };
-    auto bcast_from = [&](std::size_t k) {
-      const auto& x = in(k);
-      std::size_t lead = fl.size() - std::min(fl.size(), x.size());
-      for (std::size_t d = 0; d < x.size() && lead + d < fl.size(); ++d) fl[lead + d] = fl[lead + d] || x[d];
-    };
-    if (n.is_leaf()) {
-      const std::string& name = names[static_cast<std::size_t>(n.input_slot)];
-      if (!name.empty() && !n.shape.empty() && n.category == Category::input) {  // host data, not parameters
-        fl[0] = true;
-        if (*batch_size == 0) *batch_size = n.shape[0];
-      }
-      continue;
-    }
-    switch (n.op) {
-      case Op::Sum: case Op::Max: {
-        const auto& x = in(0);
-        std::size_t o = 0;
-        for (std::size_t d = 0; d < x.size(); ++d) {
-          bool red = std::find(n.attrs.ints.begin(), n.attrs.ints.end(), static_cast<int64_t>(d)) != n.attrs.ints.end();
-          if (!red) fl[o++] = x[d];
-          else if (n.attrs.flag) ++o;
-        }
-        break;
-      }
-      case Op::Permute:
-        for (std::size_t d = 0; d < fl.size(); ++d) fl[d] = in(0)[static_cast<std::size_t>(n.attrs.ints[d])];
-        break;
-      case Op::Reshape: {
-        const Shape& s = in_shape(0);
-        for (std::size_t j = 0; j < s.size(); ++j) {
-          if (!in(0)[j]) continue;
-          int64_t before = 1;
-          for (std::size_t d = 0; d < j; ++d) before *= s[d];
-          int64_t acc = 1;
-          for (std::size_t d = 0; d < n.shape.size(); ++d) {
-            if (acc == before || (acc <= before && acc * n.shape[d] > before)) {
-              fl[d] = true;
-              break;
-            }
-            acc *= n.shape[d];
-          }
-        }
-        break;
-      }
-      case Op::MatMul: {
-        const auto &a = in(0), &b = in(1);
-        std::size_t r = fl.size();
-        for (std::size_t d = 0; d + 2 < r; ++d) {
-          std::size_t la = r - a.size(), lb = r - b.size();
-          fl[d] = (d >= la && a[d - la]) || (d >= lb && b[d - lb]);
-        }
-        fl[r - 2] = a[a.size() - 2];
-        fl[r - 1] = b[b.size() - 1];
-        break;
-      }
-      case Op::Gather: {
-        auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
-        const auto &x = in(0), &ids = in(1);
-        std::size_t o = 0;
-        for (std::size_t d = 0; d < ax; ++d) fl[o++] = x[d];
-        for (bool v : ids) fl[o++] = v;
-        for (std::size_t d = ax + 1; d < x.size(); ++d) fl[o++] = x[d];
-        break;
-      }
-      case Op::ScatterAdd: {
-        auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
-        const auto& x = in(0);
-        std::size_t ri = in_shape(1).size();
-        for (std::size_t d = 0; d < ax; ++d) fl[d] = x[d];
-        for (std::size_t d = ax + 1; d < fl.size(); ++d) fl[d] = x[d + ri - 1];
-        break;
-      }
-      case Op::OneHot:
-        for (std::size_t d = 0; d < in(0).size(); ++d) fl[d] = in(0)[d];
-        break;
-      case Op::Random:
-        break;
-      default:
-        for (std::size_t k = 0; k < n.in.size(); ++k)
-          if (in_shape(k).size() <= fl.size()) bcast_from(k);
-        break;
-    }
-  }
-  std::vector<bool> out(g.nodes.size());
-  for (std::size_t i = 0; i < f.size(); ++i)
-    for (bool b : f[i]) out[i] = out[i] || b;
-  return out;
-}
-
-// ---- building and loading code ------------------------------------------------
-
-std::string cache_dir() {
-  std::string dir;
-  if (const char* e = std::getenv("TC_CACHE_DIR"); e && *e) dir = e;
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/tc";
-  else dir = "/tmp/tc-cache";
-  // mkdir -p
-  for (std::size_t i = 1; i <= dir.size(); ++i)
-    if (i == dir.size() || dir[i] == '/') ::mkdir(dir.substr(0, i).c_str(), 0755);
-  return dir;
-}
-
-std::string run_capture(const std::string& cmd) {
-  std::string out;
-  if (FILE* f = ::popen(cmd.c_str(), "r")) {
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, f)) out += buf;
-    ::pclose(f);
-  }
-  return out;
-}
-
-// The C++ compiler that builds generated code: TC_CXX (a command; default g++).
-std::string cxx() {
-  const char* e = std::getenv("TC_CXX");
-  return e && *e ? std::string(e) : std::string("g++");
-}
-
-// The flags and everything else the built code depends on besides its source.
-const std::string& build_flags() {
-  static const std::string flags =
-      "-std=c++17 -O2 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared -fopenmp";
-  return flags;
-}
-
-const std::string& toolchain_key() {
-  static const std::string key = [] {
-    std::string k = build_flags() + "|" + run_capture(cxx() + " -dumpfullversion 2>/dev/null") + "|" TC_BLAS_LIBRARY_PATH;
-    // -march=native: the code is only valid on this CPU model.
-    std::ifstream cpu("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpu, line))
-      if (line.rfind("flags", 0) == 0 || line.rfind("model name", 0) == 0) k += line;
-      else if (line.empty()) break;
-    return k;
-  }();
-  return key;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
-using RunFn = int (*)(void* const*);
-
-struct Built {
-  RunFn fn = nullptr;
-  std::string source_path;
-  bool disk_hit = false;
-  int64_t build_ns = 0;
-};
-
-// Parts a graph's source is split into for the build: one per core (at
-// most 4) for a graph with many kernels, compiled at once; one otherwise.
-int build_parts(std::size_t kernels) {
-  if (kernels < 16) return 1;
-  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return static_cast<int>(std::clamp<long>(cores, 1, 4));
-}
-
-Built build(const std::string& source, int64_t graph_id, int parts) {
-  std::string dir = cache_dir();
-  Hasher h;
-  h.add(hash_text(source));
-  h.add(hash_text(toolchain_key()));
-  std::string key = hex(h.h) + hex(hash_text(source));
-  Built b;
-  b.source_path = dir + "/tc_" + key + ".cpp";
-  std::string so = dir + "/tc_" + key + ".so";
-  if (!exists(b.source_path)) write_file(b.source_path, source);
-  void* handle = nullptr;
-  if (exists(so)) {
-    handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    b.disk_hit = handle != nullptr;
-  }
-  if (!handle) {
-    int64_t t0 = now_ns();
-    std::string tmp = so + ".tmp." + std::to_string(::getpid());
-    std::string log = dir + "/tc_" + key + ".log";
-    std::string cmd;
-    if (parts <= 1) {
-      cmd = cxx() + " " + build_flags() + " -o " + quote(tmp) + " " + quote(b.source_path) + " " +
-            quote(TC_BLAS_LIBRARY_PATH) + " > " + quote(log) + " 2>&1";
-    } else {
-      // Each part compiles in the background; the shared object links them
-      // once all succeeded. Their output ends up in the one log.
-      std::string objs, logs, wait_all = "s=0;";
-      for (int i = 0; i < parts; ++i) {
-        // Per-process names (tmp has the pid): two processes may build the same graph at once.
-        std::string obj = quote(tmp + "." + std::to_string(i) + ".o"), plog = quote(tmp + "." + std::to_string(i) + ".log");
-        cmd += cxx() + " " + build_flags() + " -DTC_PART=" + std::to_string(i) + " -c -o " + obj + " " +
-               quote(b.source_path) + " > " + plog + " 2>&1 & p" + std::to_string(i) + "=$!; ";
-        wait_all += " wait $p" + std::to_string(i) + " || s=1;";
-        objs += " " + obj;
-        logs += " " + plog;
-      }
-      cmd += wait_all + " cat" + logs + " > " + quote(log) + " 2>/dev/null; rm -f" + logs + "; if [ $s = 0 ]; then " + cxx() + " " +
-             build_flags() + " -o " + quote(tmp) + objs + " " + quote(TC_BLAS_LIBRARY_PATH) + " >> " + quote(log) +
-             " 2>&1; s=$?; fi; rm -f" + objs + "; exit $s";
-    }
-    int rc = std::system(cmd.c_str());
-    b.build_ns = now_ns() - t0;
-    if (rc != 0) {
-      std::ifstream f(log);
-      std::string first, line;
-      for (int i = 0; i < 20 && std::getline(f, line); ++i) first += line + "\n";
-      ::unlink(tmp.c_str());
-      int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : rc;
-      throw Error("tc: building graph " + std::to_string(graph_id) + " failed (" + cxx() + " exit status " +
-                  std::to_string(status) + "); the generated source is kept at " + b.source_path +
-                  ", the compiler's output at " + log + ":\n" + first);
-    }
-    std::rename(tmp.c_str(), so.c_str());
-    handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      throw Error("tc: loading graph " + std::to_string(graph_id) + " from " + so + " failed: " + ::dlerror() +
-                  " (source kept at " + b.source_path + ")");
-  }
-  b.fn = reinterpret_cast<RunFn>(::dlsym(handle, "tc_run"));
-  if (!b.fn) throw Error("tc: " + so + " has no tc_run (source at " + b.source_path + ")");
-  return b;
-}
-
 // ---- the caches -------------------------------------------------------------
 
-struct Executable {
+struct CompiledGraph {
   int64_t graph_id = 0;
   Program program;
-  RunFn fn = nullptr;
-  int64_t kernels = 0, nodes = 0;
+  std::unique_ptr<Executable> code;
+  int64_t batch_size = 0;  // the plan's batch dimension (0: none), for out-of-memory records
 };
 
 struct Seen {
@@ -418,10 +154,9 @@ struct Seen {
 };
 
 struct Compiler {
-  std::unordered_map<uint64_t, std::shared_ptr<Executable>> by_signature;
+  std::unordered_map<uint64_t, std::shared_ptr<CompiledGraph>> by_signature;
   std::unordered_map<uint64_t, std::vector<Seen>> by_erased;
   std::map<std::string, std::vector<std::pair<Op, std::source_location>>> by_site;
-  int64_t next_graph_id = 1;
 };
 
 Compiler& compiler() {
@@ -445,29 +180,27 @@ std::string ms(int64_t ns) {
   return buf;
 }
 
-std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig, uint64_t erased, Trigger trigger,
-                                    const std::source_location& site) {
-  Compiler& c = compiler();
-  events::CompilationRecord rec;
-  rec.start = events::ticks();
-  int64_t t_start = now_ns();
-  rec.graph_id = c.next_graph_id++;
-  rec.step = current_step();
-  rec.signature = hex(sig);
-  rec.shape_erased = hex(erased);
-  rec.trigger = trigger_name(trigger);
-  rec.site_name = trigger == Trigger::mark_step ? "mark_step" : "explicit_evaluation";
-  rec.site = site;
-  rec.nodes_before = static_cast<int64_t>(graph.nodes.size());
+// ---- stages -------------------------------------------------------------------
 
-  // Why: a known shape-erased structure means only shapes changed.
+struct ChangedDim {
+  std::string input;
+  int64_t dim, old_value, new_value;
+};
+
+// Why the cache missed. A known shape-erased structure means only shapes
+// changed: name every input dimension that differs from the closest earlier
+// graph of that structure. Else a graph cut at the same site before is a
+// structure change. Remembers this graph for the next miss.
+std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t erased, const std::source_location& site,
+                                 events::CompilationRecord& rec) {
+  Compiler& c = compiler();
   std::vector<Shape> shapes;
   std::vector<std::string> names;
   for (const Node* in : graph.inputs) {
     shapes.push_back(in->shape);
     names.push_back(in->name);
   }
-  std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> changed;
+  std::vector<ChangedDim> changed;
   std::string site_key = site_of(site) + ":" + site.function_name();
   if (auto it = c.by_erased.find(erased); it != c.by_erased.end()) {
     rec.reason = "shape_change";
@@ -483,8 +216,8 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
     for (std::size_t i = 0; best && i < shapes.size() && i < best->input_shapes.size(); ++i)
       for (std::size_t d = 0; d < shapes[i].size() && d < best->input_shapes[i].size(); ++d)
         if (shapes[i][d] != best->input_shapes[i][d])
-          changed.emplace_back(names[i].empty() ? site_of(graph.inputs[i]->where) : names[i], static_cast<int64_t>(d),
-                               best->input_shapes[i][d], shapes[i][d]);
+          changed.push_back({names[i].empty() ? site_of(graph.inputs[i]->where) : names[i], static_cast<int64_t>(d),
+                             best->input_shapes[i][d], shapes[i][d]});
   } else if (auto st = c.by_site.find(site_key); st != c.by_site.end()) {
     rec.reason = "structure_change";
     const auto& old = st->second;
@@ -507,92 +240,119 @@ std::shared_ptr<Executable> compile(const Graph& graph, Lowered& l, uint64_t sig
   }
   c.by_erased[erased].push_back({shapes});
   c.by_site[site_key] = l.ops;
+  return changed;
+}
 
-  // Passes.
-  uint64_t pt = events::ticks();
-  int64_t p0 = now_ns();
+// Records timed passes, laid end to end in recording ticks from `start`.
+void record_passes(int64_t graph_id, uint64_t start, int64_t total_ns, const std::vector<PassInfo>& passes) {
+  uint64_t t = start;
+  uint64_t span = events::ticks() - start;
+  int64_t total = std::max<int64_t>(1, total_ns);
+  for (const PassInfo& p : passes) {
+    uint64_t d = static_cast<uint64_t>(static_cast<double>(span) * static_cast<double>(p.ns) / static_cast<double>(total));
+    events::on_compile_pass(graph_id, t, t + d, p.name, p.nodes_after);
+    t += d;
+    events::log_debug("graph " + std::to_string(graph_id) + " pass " + p.name + ": " + ms(p.ns) + ", " +
+                      std::to_string(p.nodes_after) + " nodes");
+  }
+}
+
+// The graph passes.
+void optimize(Lowered& l, events::CompilationRecord& rec) {
+  uint64_t start = events::ticks();
+  int64_t t0 = now_ns();
   auto passes = run_passes(l.g, verify_enabled());
-  rec.passes_ns = now_ns() - p0;
-  {
-    // Pass timestamps in recording ticks, laid end to end from the start.
-    uint64_t t = pt;
-    uint64_t span = events::ticks() - pt;
-    int64_t total = std::max<int64_t>(1, rec.passes_ns);
-    for (auto& p : passes) {
-      uint64_t d = static_cast<uint64_t>(static_cast<double>(span) * static_cast<double>(p.ns) / static_cast<double>(total));
-      events::on_compile_pass(rec.graph_id, t, t + d, p.name, p.nodes_after);
-      t += d;
-      events::log_debug("graph " + std::to_string(rec.graph_id) + " pass " + p.name + ": " + ms(p.ns) + ", " +
-                        std::to_string(p.nodes_after) + " nodes");
-    }
-  }
+  rec.passes_ns = now_ns() - t0;
+  record_passes(rec.graph_id, start, rec.passes_ns, passes);
   rec.nodes_after = l.g.live_nodes();
+}
 
-  // Kernels, memory plan, source.
-  int64_t c0 = now_ns();
-  auto exe = std::make_shared<Executable>();
+// Kernels, then the kernel passes (their time counts as pass time).
+Program schedule_kernels(const CGraph& g, events::CompilationRecord& rec) {
+  int64_t s0 = now_ns();
+  CGraph scheduled;
+  Program p = schedule(g, &scheduled);
+  rec.codegen_ns += now_ns() - s0;
+  uint64_t start = events::ticks();
+  int64_t t0 = now_ns();
+  auto passes = run_kernel_passes(scheduled, p, verify_enabled());
+  int64_t ns = now_ns() - t0;
+  rec.passes_ns += ns;
+  record_passes(rec.graph_id, start, ns, passes);
+  rec.kernels = static_cast<int64_t>(p.kernels.size());
+  return p;
+}
+
+// Arena offsets and the memory plan's record.
+events::MemoryPlanRecord plan(const Graph& graph, const CGraph& g, Program& p, int64_t graph_id) {
+  std::vector<std::string> names;
+  for (const Node* in : graph.inputs) names.push_back(in->name);
+  std::vector<Category> out_categories;
+  for (const Node* o : graph.outputs) out_categories.push_back(o->category);
+  MemoryPlan mp = plan_memory(g, names, out_categories, p);
+  if (verify_enabled()) verify_program(p);
+  events::MemoryPlanRecord m;
+  m.graph_id = graph_id;
+  m.peak = mp.peak;
+  m.batch_bytes = mp.batch_bytes;
+  m.batch_size = mp.batch_size;
+  m.capacity = mp.capacity;
+  m.by_category = mp.by_category;
+  return m;
+}
+
+std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t sig, uint64_t erased, Trigger trigger,
+                                       const std::source_location& site) {
+  events::CompilationRecord rec;
+  rec.start = events::ticks();
+  int64_t t_start = now_ns();
+  rec.graph_id = events::new_graph_id();
+  rec.step = current_step();
+  rec.signature = hex(sig);
+  rec.shape_erased = hex(erased);
+  rec.trigger = trigger_name(trigger);
+  rec.site_name = trigger == Trigger::mark_step ? "mark_step" : "explicit_evaluation";
+  rec.site = site;
+  rec.nodes_before = static_cast<int64_t>(graph.nodes.size());
+
+  std::vector<ChangedDim> changed = diagnose(graph, l, erased, site, rec);
+  optimize(l, rec);
+  auto exe = std::make_shared<CompiledGraph>();
   exe->graph_id = rec.graph_id;
-  exe->program = schedule(l.g);
-  int64_t batch_size = 0;
-  std::vector<bool> scaled = batch_scaled(l.g, names, &batch_size);
-  plan_arena(exe->program, scaled);
-  if (verify_enabled()) verify_program(exe->program);
+  exe->program = schedule_kernels(l.g, rec);
+  int64_t p0 = now_ns();
+  events::MemoryPlanRecord m = plan(graph, l.g, exe->program, rec.graph_id);
+  rec.codegen_ns += now_ns() - p0;  // codegen: kernels, plan and source
+  exe->batch_size = m.batch_size;
   std::string name = "graph " + std::to_string(rec.graph_id);
-  int parts = build_parts(exe->program.kernels.size());
-  std::string source = make_cpp_emitter()->emit(exe->program, name, parts);
-  rec.codegen_ns = now_ns() - c0;
-  rec.kernels = static_cast<int64_t>(exe->program.kernels.size());
-  exe->kernels = rec.kernels;
-  exe->nodes = rec.nodes_before;
+  events::on_memory_plan(m);
+  events::log_debug(name + " memory plan: peak " + std::to_string(m.peak) + " bytes, arena " +
+                    std::to_string(exe->program.arena_bytes) + " bytes, batch-scaled " + std::to_string(m.batch_bytes) +
+                    " bytes");
 
-  // Memory plan: everything live now, plus outputs and the arena.
-  {
-    const Program& p = exe->program;
-    events::MemoryPlanRecord m;
-    m.graph_id = rec.graph_id;
-    MemoryStats ms_ = memory_stats();
-    m.by_category = ms_.live_by_category;
-    m.capacity = ms_.capacity;
-    int64_t batch = 0;
-    for (std::size_t s = 0; s < graph.inputs.size(); ++s)
-      if (scaled[static_cast<std::size_t>(p.bufs[s].node)]) batch += p.bufs[s].bytes;
-    std::vector<bool> counted(p.bufs.size(), false);
-    for (std::size_t s = 0; s < graph.outputs.size(); ++s) {
-      int b = p.output_buf[s];
-      if (p.inplace_input[s] >= 0 || counted[static_cast<std::size_t>(b)]) continue;
-      counted[static_cast<std::size_t>(b)] = true;
-      m.by_category[static_cast<std::size_t>(graph.outputs[s]->category)] += p.bufs[static_cast<std::size_t>(b)].bytes;
-      int node = p.bufs[static_cast<std::size_t>(b)].node;
-      if (node >= 0 && scaled[static_cast<std::size_t>(node)]) batch += p.bufs[static_cast<std::size_t>(b)].bytes;
-    }
-    m.by_category[static_cast<std::size_t>(Category::activation)] += p.arena_bytes;
-    batch += p.arena_batch_bytes;
-    for (int64_t v : m.by_category) m.peak += v;
-    m.batch_bytes = batch;
-    m.batch_size = batch_size;
-    events::on_memory_plan(m);
-    events::log_debug(name + " memory plan: peak " + std::to_string(m.peak) + " bytes, arena " +
-                      std::to_string(p.arena_bytes) + " bytes, batch-scaled " + std::to_string(batch) + " bytes");
-  }
-
-  Built b = build(source, rec.graph_id, parts);
-  exe->fn = b.fn;
-  rec.build_ns = b.disk_hit ? 0 : b.build_ns;
-  rec.cache = b.disk_hit ? "disk_hit" : "built";
-  rec.source_path = b.source_path;
+  Backend& be = backend();
+  events::on_setting("TC_DEVICE", be.name());  // run_env: the backend the run's graphs ran on
+  CompiledCode code = be.compile(exe->program, rec.graph_id);
+  exe->code = std::move(code.code);
+  rec.codegen_ns += code.codegen_ns;
+  rec.build_ns = code.disk_hit ? 0 : code.build_ns;
+  rec.cache = code.disk_hit ? "disk_hit" : "built";
+  rec.source_path = code.source_path;
   events::log_debug(name + ": " + std::to_string(rec.kernels) + " kernels, " + std::to_string(rec.nodes_before) + " -> " +
-                    std::to_string(rec.nodes_after) + " nodes, reason " + rec.reason + ", codegen " + ms(rec.codegen_ns) +
-                    ", build " + ms(rec.build_ns) + " (" + rec.cache + "), total " + ms(now_ns() - t_start) +
-                    ", source " + rec.source_path);
+                    std::to_string(rec.nodes_after) + " nodes, reason " + rec.reason + ", backend " + be.name() +
+                    ", codegen " + ms(rec.codegen_ns) + ", build " + ms(rec.build_ns) + " (" + rec.cache + "), total " +
+                    ms(now_ns() - t_start) + ", source " + rec.source_path);
   events::on_compilation(rec);
-  for (auto& [input, dim, o, n] : changed) events::on_compilation_input(rec.graph_id, input, dim, o, n);
+  for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value);
   return exe;
 }
 
-void execute(const Executable& exe, const Graph& g) {
+// Binds the graph's buffers (inputs, outputs, arena) and runs the code.
+void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
   const Program& p = exe.program;
   std::vector<void*> ptrs(static_cast<std::size_t>(p.num_inputs + p.num_outputs + 1), nullptr);
   for (std::size_t s = 0; s < g.inputs.size(); ++s) ptrs[s] = g.inputs[s]->data->raw();
+  ScopedBatchSize batch(exe.batch_size);  // an out-of-memory record names the plan's batch
   std::vector<std::shared_ptr<Buffer>> outs(g.outputs.size());
   std::map<int, std::shared_ptr<Buffer>> by_buf;
   for (std::size_t s = 0; s < g.outputs.size(); ++s) {
@@ -613,31 +373,7 @@ void execute(const Executable& exe, const Graph& g) {
     arena = allocate(p.arena_bytes, Category::activation);
     ptrs.back() = arena->raw();
   }
-  // One thread pool: generated code splits matrix products over its OpenMP
-  // team, so BLAS runs single-threaded inside them. Two pools (OpenMP's
-  // spinning workers and OpenBLAS's) on a 2-core machine took the cores from
-  // each other (MLP step 3.9 ms vs 2.6 ms with one pool).
-  struct BlasThreads {
-    using Set = void (*)(int);
-    using Get = int (*)();
-    Set set = reinterpret_cast<Set>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-    Get get = reinterpret_cast<Get>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  };
-  static const BlasThreads blas;
-  struct SingleThreadedBlas {
-    int saved = 0;
-    SingleThreadedBlas() {
-      if (blas.set && blas.get && (saved = blas.get()) != 1) blas.set(1);
-    }
-    ~SingleThreadedBlas() {
-      if (saved > 1) blas.set(saved);
-    }
-  };
-  int rc;
-  {
-    SingleThreadedBlas one;
-    rc = exe.fn(ptrs.data());
-  }
+  int rc = exe.code->run(ptrs.data(), RunIds{exe.graph_id, execution_id});
   if (rc != 0)
     throw Error("tc: an index of a gather/embedding is out of range in graph " + std::to_string(exe.graph_id) +
                 " (checked at execution)");
@@ -654,7 +390,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   Lowered l = lower(g, trigger);
   uint64_t sig = structure_hash(l.g, true);
   Compiler& c = compiler();
-  std::shared_ptr<Executable> exe;
+  std::shared_ptr<CompiledGraph> exe;
   if (auto it = c.by_signature.find(sig); it != c.by_signature.end()) {
     exe = it->second;
   } else {
@@ -664,9 +400,10 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   }
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
-  execute(*exe, g);
+  int64_t execution_id = events::new_execution_id();
+  execute(*exe, g, execution_id);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
-                            now_ns() - t0, start, exe->graph_id);
+                            now_ns() - t0, start, exe->graph_id, execution_id);
   return exe->graph_id;
 }
 

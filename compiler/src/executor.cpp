@@ -8,6 +8,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "backend/backend.h"
 #include "ir.h"
 #include "random.h"
 
@@ -373,6 +374,11 @@ void execute_node(Node& n) {
 }
 
 void execute_eager(const Graph& g) {
+  // The eager executor is the host reference: it reads and writes buffers directly.
+  for (const Node* in : g.inputs)
+    if (in->data && !in->data->host_memory())
+      throw Error("tc: the eager executor (TC_EAGER=1, eager ops) needs host memory, and this tensor lives on the " +
+                  std::string(backend().name()) + " device; unset TC_EAGER or use TC_DEVICE=cpu");
   std::unordered_map<Node*, int> uses;
   for (Node* n : g.nodes)
     for (auto& in : n->inputs)

@@ -115,9 +115,10 @@ int64_t run_graph(const Graph& g, Trigger trigger, const std::source_location& s
   if (trigger != Trigger::eager_op && !state().eager) return run_compiled(g, trigger, site);
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
+  int64_t execution_id = events::new_execution_id();
   execute_eager(g);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger),
-                            static_cast<int64_t>(g.nodes.size()), now_ns() - t0, start, 0);
+                            static_cast<int64_t>(g.nodes.size()), now_ns() - t0, start, 0, execution_id);
   return 0;
 }
 
@@ -141,22 +142,30 @@ void explicit_eval(const Tensor& t, events::EvalKind kind, const std::source_loc
   events::on_explicit_evaluation(kind, where, nodes, now_ns() - t0, start, graph_id);
 }
 
+// Reads a realized node's values to the host through its buffer's backend.
 template <typename T>
 void read_as(const Node& n, T* out) {
   int64_t count = n.numel();
+  std::vector<unsigned char> staged;
+  const void* src = n.data->raw();
+  if (!n.data->host_memory()) {
+    staged.resize(static_cast<std::size_t>(count * dtype_size(n.dtype)));
+    n.data->copy_to_host(staged.data(), staged.size());
+    src = staged.data();
+  }
   switch (n.dtype) {
     case DType::f32: {
-      const float* p = n.data->as<float>();
+      const float* p = static_cast<const float*>(src);
       for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(p[i]);
       break;
     }
     case DType::i32: {
-      const int32_t* p = n.data->as<int32_t>();
+      const int32_t* p = static_cast<const int32_t*>(src);
       for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(p[i]);
       break;
     }
     case DType::b8: {
-      const uint8_t* p = n.data->as<uint8_t>();
+      const uint8_t* p = static_cast<const uint8_t*>(src);
       for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(p[i]);
       break;
     }

@@ -19,7 +19,7 @@ uint64_t next_seed() { return mix64(g_seed++); }
 Tensor make_param(const std::vector<float>& v, Shape shape, const std::string& name) {
   if (static_cast<int64_t>(v.size()) != numel(shape)) throw Error("tc: internal: parameter size");
   auto buf = allocate(static_cast<int64_t>(v.size() * sizeof(float)), Category::parameter);
-  std::memcpy(buf->raw(), v.data(), v.size() * sizeof(float));
+  buf->copy_from_host(v.data(), v.size() * sizeof(float));
   return wrap(make_data_node(std::move(buf), DType::f32, std::move(shape), loc::current(), name));
 }
 

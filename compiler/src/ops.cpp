@@ -193,7 +193,7 @@ Tensor host_data(std::span<const T> data, Shape shape, std::string_view name, DT
     throw ShapeError("from_host", shape, Shape{static_cast<int64_t>(data.size())}, w.file_name(),
                      w.line(), "the data holds a different number of elements");
   auto buf = allocate(static_cast<int64_t>(data.size_bytes()), Category::input);
-  if (!data.empty()) std::memcpy(buf->raw(), data.data(), data.size_bytes());
+  if (!data.empty()) buf->copy_from_host(data.data(), data.size_bytes());
   return wrap(make_data_node(std::move(buf), dt, std::move(shape), w, std::string(name)));
 }
 }  // namespace
@@ -534,8 +534,9 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, loc w) {
   // The seed is a device input, not an attribute: a new seed every step keeps
   // the step's graph (and its compiled code) the same.
   auto buf = allocate(2 * sizeof(int32_t), Category::other);
-  buf->as<int32_t>()[0] = static_cast<int32_t>(static_cast<uint32_t>(seed));
-  buf->as<int32_t>()[1] = static_cast<int32_t>(static_cast<uint32_t>(seed >> 32));
+  const int32_t halves[2] = {static_cast<int32_t>(static_cast<uint32_t>(seed)),
+                             static_cast<int32_t>(static_cast<uint32_t>(seed >> 32))};
+  buf->copy_from_host(halves, sizeof halves);
   NodePtr seed_node = make_data_node(std::move(buf), DType::i32, {2}, w);
   Attrs a;
   a.ints = {1};

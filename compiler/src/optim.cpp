@@ -16,13 +16,15 @@ namespace {
 // value never changes the graph's structure.
 Tensor device_scalar(double v) {
   auto buf = allocate(sizeof(float), Category::optimizer_state);
-  *buf->as<float>() = static_cast<float>(v);
+  const float f = static_cast<float>(v);
+  buf->copy_from_host(&f, sizeof f);
   return wrap(make_data_node(std::move(buf), DType::f32, {}, loc::current()));
 }
 
 Tensor state_like(const Tensor& p) {
   auto buf = allocate(p.numel() * static_cast<int64_t>(sizeof(float)), Category::optimizer_state);
-  std::memset(buf->raw(), 0, static_cast<std::size_t>(buf->bytes()));
+  const std::vector<float> zeros(static_cast<std::size_t>(p.numel()), 0.0f);
+  buf->copy_from_host(zeros.data(), static_cast<std::size_t>(buf->bytes()));
   return wrap(make_data_node(std::move(buf), DType::f32, p.shape(), loc::current()));
 }
 

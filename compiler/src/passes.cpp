@@ -434,34 +434,61 @@ void verify(const CGraph& g, const char* after) {
     if (o < 0 || static_cast<std::size_t>(o) >= g.nodes.size()) throw Error(std::string("tc: IR verifier after pass '") + after + "': output out of range");
 }
 
-std::vector<PassInfo> run_passes(CGraph& g, bool check) {
-  struct P {
-    const char* name;
-    void (*fn)(CGraph&);
-  };
-  static constexpr P kPasses[] = {
-      {"fold_constants", fold_constants},     // constant subgraphs become fills
-      {"simplify", simplify},                 // algebraic identities
-      {"cse", cse},                           // common subexpressions
-      {"dce", dce},                           // unreachable nodes
-      {"fuse_elementwise", fuse_elementwise}, // buffers vs inlined values
-      {"fold_transposes", fold_transposes},   // transposes into BLAS trans flags
-      {"fuse_epilogues", fuse_epilogues},     // elementwise epilogues into reductions
-  };
-  std::vector<PassInfo> out;
-  if (check) verify(g, "lower");
-  // TC_SKIP_PASSES=a,b: debugging aid; the optional passes named are skipped.
+namespace {
+// TC_SKIP_PASSES=a,b: debugging aid; the optional passes named are skipped.
+bool skipped(const char* name) {
   static const std::string skip = [] {
     const char* e = std::getenv("TC_SKIP_PASSES");
     return e ? "," + std::string(e) + "," : std::string();
   }();
+  return skip.find("," + std::string(name) + ",") != std::string::npos;
+}
+}  // namespace
+
+std::vector<PassInfo> run_passes(CGraph& g, bool check) {
+  struct P {
+    const char* name;
+    void (*fn)(CGraph&);
+    bool required;  // the schedule needs it; TC_SKIP_PASSES cannot skip it
+  };
+  static constexpr P kPasses[] = {
+      {"fold_constants", fold_constants, false},    // constant subgraphs become fills
+      {"simplify", simplify, false},                // algebraic identities
+      {"cse", cse, false},                          // common subexpressions
+      {"dce", dce, false},                          // unreachable nodes
+      {"fuse_elementwise", fuse_elementwise, true}, // buffers vs inlined values
+      {"fold_transposes", fold_transposes, true},   // transposes into BLAS trans flags
+      {"fuse_epilogues", fuse_epilogues, false},    // elementwise epilogues into reductions
+  };
+  std::vector<PassInfo> out;
+  if (check) verify(g, "lower");
   for (const P& p : kPasses) {
-    bool required = std::string_view(p.name) == "fuse_elementwise" || std::string_view(p.name) == "fold_transposes";
-    if (!required && skip.find("," + std::string(p.name) + ",") != std::string::npos) continue;
+    if (!p.required && skipped(p.name)) continue;
     int64_t t0 = now_ns();
     p.fn(g);
     out.push_back({p.name, now_ns() - t0, g.live_nodes()});
     if (check) verify(g, p.name);
+  }
+  return out;
+}
+
+std::vector<PassInfo> run_kernel_passes(const CGraph& scheduled, Program& p, bool check) {
+  struct P {
+    const char* name;
+    void (*fn)(const CGraph&, Program&);
+  };
+  static constexpr P kPasses[] = {
+      {"fuse_gemm_updates", fuse_gemm_updates},  // W - s * (X^T G) becomes one sgemm accumulating into W
+  };
+  std::vector<PassInfo> out;
+  if (check) verify_kernels(p, "schedule");
+  for (const P& k : kPasses) {
+    if (skipped(k.name)) continue;
+    int64_t t0 = now_ns();
+    k.fn(scheduled, p);
+    // nodes_after: the kernel passes change kernels, not graph nodes.
+    out.push_back({k.name, now_ns() - t0, scheduled.live_nodes()});
+    if (check) verify_kernels(p, k.name);
   }
   return out;
 }

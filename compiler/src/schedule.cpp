@@ -282,6 +282,8 @@ bool scalar_of(const CGraph& g, const std::vector<int>& buf_of, int i, int* buf,
   }
 }
 
+}  // namespace
+
 // Elementwise updates W - G * s (in place into W's buffer) where G is a
 // matrix product read by nothing else become that product accumulated into
 // W: sgemm with alpha = -s and beta = 1. The product moves to the update's
@@ -349,6 +351,8 @@ void fuse_gemm_updates(const CGraph& g, Program& p) {
   p.kernels = std::move(ks);
 }
 
+namespace {
+
 std::string label_of(const CGraph& g, int root) {
   // The ops inlined into this root, for comments and logs.
   std::string s = op_name(g.nodes[static_cast<std::size_t>(root)].op);
@@ -369,8 +373,9 @@ std::string label_of(const CGraph& g, int root) {
 
 }  // namespace
 
-Program schedule(const CGraph& graph) {
-  CGraph g = graph;
+Program schedule(const CGraph& graph, CGraph* scheduled) {
+  CGraph& g = *scheduled;
+  g = graph;
   // An output that is a leaf, or a second output slot of one node with another
   // category, gets its own copy (an identity reshape).
   std::set<int> claimed;
@@ -593,78 +598,16 @@ Program schedule(const CGraph& graph) {
   std::vector<Kernel> ks;
   for (int k : order) ks.push_back(std::move(p.kernels[static_cast<std::size_t>(k)]));
   p.kernels = std::move(ks);
-  fuse_gemm_updates(g, p);
   return p;
 }
 
-void plan_arena(Program& p, const std::vector<bool>& batch_scaled) {
-  struct Life {
-    int buf;
-    int64_t bytes;
-    int first, last;
+namespace {
+// Buffer lifetimes in kernel order; throws on an undeclared load or an arena
+// buffer read before it is written.
+void check_kernels(const Program& p, const char* after, std::vector<int>& first, std::vector<int>& last) {
+  auto fail = [after](std::size_t k, const std::string& what) {
+    throw Error(std::string("tc: program verifier after ") + after + ": kernel " + std::to_string(k) + ": " + what);
   };
-  std::vector<Life> lives;
-  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
-  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
-    auto kk = static_cast<int>(k);
-    int ob = p.kernels[k].out_buf;
-    if (first[static_cast<std::size_t>(ob)] < 0) first[static_cast<std::size_t>(ob)] = kk;
-    last[static_cast<std::size_t>(ob)] = std::max(last[static_cast<std::size_t>(ob)], kk);
-    for (int b : p.kernels[k].reads) last[static_cast<std::size_t>(b)] = std::max(last[static_cast<std::size_t>(b)], kk);
-  }
-  for (std::size_t b = 0; b < p.bufs.size(); ++b)
-    if (p.bufs[b].kind == BufKind::arena && p.bufs[b].bytes > 0 && first[b] >= 0)
-      lives.push_back({static_cast<int>(b), (p.bufs[b].bytes + 63) / 64 * 64, first[b], last[b]});
-  // Greedy by size: each buffer at the lowest offset free during its lifetime.
-  std::sort(lives.begin(), lives.end(), [](const Life& a, const Life& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.buf < b.buf;
-  });
-  std::vector<std::pair<int64_t, const Life*>> placed;
-  int64_t top = 0;
-  for (const Life& l : lives) {
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (auto& [off, o] : placed)
-      if (!(o->last < l.first || l.last < o->first)) busy.push_back({off, off + o->bytes});
-    std::sort(busy.begin(), busy.end());
-    int64_t at = 0;
-    for (auto& [s, e] : busy) {
-      if (at + l.bytes <= s) break;
-      at = std::max(at, e);
-    }
-    p.bufs[static_cast<std::size_t>(l.buf)].offset = at;
-    placed.push_back({at, &l});
-    top = std::max(top, at + l.bytes);
-  }
-  p.arena_bytes = top;
-  // Batch-scaled arena bytes. Which kernel is the busiest changes with the
-  // batch (weight gradients dominate small batches, activations large ones),
-  // so the share at today's busiest kernel underestimates the growth. Take
-  // the largest batch-scaled live set over all kernels instead: with s its
-  // bytes per sample, arena(B) <= arena(B0) + s * (B - B0) for every B > B0,
-  // a bound the analyzer can extrapolate safely. The planner's packing
-  // overhead (arena size over the largest live set) scales it as well.
-  int64_t best_live = 0, max_batch = 0;
-  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
-    int64_t live = 0, batch = 0;
-    for (const Life& l : lives)
-      if (l.first <= static_cast<int>(k) && static_cast<int>(k) <= l.last) {
-        live += l.bytes;
-        int node = p.bufs[static_cast<std::size_t>(l.buf)].node;
-        if (node >= 0 && static_cast<std::size_t>(node) < batch_scaled.size() && batch_scaled[static_cast<std::size_t>(node)])
-          batch += l.bytes;
-      }
-    best_live = std::max(best_live, live);
-    max_batch = std::max(max_batch, batch);
-  }
-  double packing = best_live > 0 ? static_cast<double>(top) / static_cast<double>(best_live) : 1.0;
-  p.arena_batch_bytes = std::min(top, static_cast<int64_t>(std::ceil(static_cast<double>(max_batch) * packing)));
-}
-
-void verify_program(const Program& p) {
-  auto fail = [](std::size_t k, const std::string& what) {
-    throw Error("tc: program verifier: kernel " + std::to_string(k) + ": " + what);
-  };
-  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
   for (std::size_t k = 0; k < p.kernels.size(); ++k) {
     const Kernel& kn = p.kernels[k];
     auto declared = [&](int b) { return b == kn.out_buf || std::count(kn.reads.begin(), kn.reads.end(), b) > 0; };
@@ -681,6 +624,17 @@ void verify_program(const Program& p) {
     if (first[ob] < 0) first[ob] = static_cast<int>(k);
     last[ob] = std::max(last[ob], static_cast<int>(k));
   }
+}
+}  // namespace
+
+void verify_kernels(const Program& p, const char* after) {
+  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
+  check_kernels(p, after, first, last);
+}
+
+void verify_program(const Program& p) {
+  std::vector<int> first(p.bufs.size(), -1), last(p.bufs.size(), -1);
+  check_kernels(p, "plan_memory", first, last);
   for (std::size_t a = 0; a < p.bufs.size(); ++a)
     for (std::size_t b = a + 1; b < p.bufs.size(); ++b) {
       const BufDecl &x = p.bufs[a], &y = p.bufs[b];

@@ -3,7 +3,9 @@
 // and logs are read back.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "support/process.h"
@@ -33,13 +35,26 @@ std::vector<Compilation> compilations(const tc::store::Reader& r) {
 }
 
 tc::test::Exit run_program(const TempDir& dir, const std::string& store, const std::vector<std::string>& args,
-                           const std::string& debug = "") {
+                           const std::string& debug = "",
+                           const std::vector<std::pair<std::string, std::string>>& more_env = {}) {
   std::vector<std::string> argv{bin("tc-test-compile")};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto e = tc::test::run(argv, {{"TC_PROFILE", store}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_DEBUG", debug},
-                                {"TC_EAGER", ""}});
+  std::vector<std::pair<std::string, std::string>> env{
+      {"TC_PROFILE", store}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_DEBUG", debug}, {"TC_EAGER", ""}};
+  env.insert(env.end(), more_env.begin(), more_env.end());
+  auto e = tc::test::run(argv, env);
   EXPECT_EQ(e.code, 0) << e.err;
   return e;
+}
+
+std::vector<double> losses(const std::string& out) {
+  std::vector<double> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find(" loss ");
+    if (line.rfind("step ", 0) == 0 && at != std::string::npos) v.push_back(std::stod(line.substr(at + 6)));
+  }
+  return v;
 }
 
 TEST(CompiledStore, BatchChangeIsOneShapeChangeAndAWarmCacheBuildsNothing) {
@@ -109,6 +124,57 @@ TEST(CompiledStore, StructureChangeAtTheSameCallSiteSaysWhatDiffers) {
   EXPECT_NE(cs[1].diff.find("relu"), std::string::npos) << cs[1].diff;
   EXPECT_NE(cs[1].diff.find("tanh"), std::string::npos) << cs[1].diff;
   EXPECT_NE(cs[1].diff.find("compile_program.cpp"), std::string::npos) << cs[1].diff;
+}
+
+// The kernel pass fuse_gemm_updates is a named pass like the graph passes:
+// timed into compile_passes, verified under TC_VERIFY=1, skipped by
+// TC_SKIP_PASSES, and the training it speeds up computes the same losses.
+TEST(CompiledStore, KernelPassIsRecordedVerifiedAndSkippable) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::vector<std::string> args{"--batches", "8,8,8", "--momentum", "0"};
+  auto fused = run_program(dir, dir.file("f.tcdb"), args, "", {{"TC_VERIFY", "1"}, {"TC_DEVICE", ""}});
+  auto plain = run_program(dir, dir.file("p.tcdb"), args, "", {{"TC_VERIFY", "1"}, {"TC_SKIP_PASSES", "fuse_gemm_updates"}});
+  auto count = [](const std::string& store, const std::string& sql) {
+    auto reader = tc::store::Reader::open(store);
+    EXPECT_TRUE(reader.ok()) << reader.status().message();
+    auto v = reader.ok() ? reader->scalar_i64(sql) : tc::StatusOr<int64_t>(int64_t{-1});
+    EXPECT_TRUE(v.ok()) << v.status().message();
+    return v.ok() ? *v : -1;
+  };
+  const std::string pass = "SELECT count(*) FROM compile_passes WHERE pass = 'fuse_gemm_updates'";
+  EXPECT_EQ(count(dir.file("f.tcdb"), pass), 1) << "one compilation, one fuse_gemm_updates pass";
+  EXPECT_EQ(count(dir.file("p.tcdb"), pass), 0) << "TC_SKIP_PASSES skips it";
+  // The pass runs after the graph passes: last in the compilation's list.
+  EXPECT_EQ(count(dir.file("f.tcdb"), "SELECT count(*) FROM compile_passes WHERE ts > (SELECT ts FROM compile_passes "
+                                       "WHERE pass = 'fuse_gemm_updates')"),
+            0);
+  // The backend the graphs ran on is in run_env, once, although TC_DEVICE was unset.
+  EXPECT_EQ(count(dir.file("f.tcdb"), "SELECT count(*) FROM run_env WHERE name = 'TC_DEVICE' AND value = 'cpu'"), 1);
+  // Plain SGD on two weight matrices: two products fused into their updates.
+  const std::string kernels = "SELECT kernels FROM compilations";
+  EXPECT_EQ(count(dir.file("p.tcdb"), kernels) - count(dir.file("f.tcdb"), kernels), 2);
+  auto a = losses(fused.out), b = losses(plain.out);
+  ASSERT_EQ(a.size(), 3u) << fused.out;
+  ASSERT_EQ(b.size(), 3u) << plain.out;
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << "step " << i;
+}
+
+// TC_DEVICE names the backend; a name with no backend stops the program with
+// one line that names the backends there are.
+TEST(CompiledStore, UnknownDeviceIsRefusedInOneLine) {
+  TempDir dir;
+  auto e = tc::test::run({bin("tc-test-compile"), "--batches", "4"},
+                         {{"TC_DEVICE", "tpu"}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  EXPECT_NE(e.code, 0);
+  EXPECT_NE(e.err.find("tc: TC_DEVICE=tpu: no such backend (backends: cpu)"), std::string::npos) << e.err;
+  auto c = tc::test::run({bin("tc-test-compile"), "--batches", "4"},
+                         {{"TC_DEVICE", "cuda"}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  EXPECT_NE(c.code, 0);
+  EXPECT_NE(c.err.find("tc: TC_DEVICE=cuda: "), std::string::npos) << c.err;
+  auto ok = tc::test::run({bin("tc-test-compile"), "--batches", "4"},
+                          {{"TC_DEVICE", "cpu"}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 }  // namespace

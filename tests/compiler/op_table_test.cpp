@@ -1,8 +1,10 @@
 // One row per op: forward against a double-precision reference, gradients
 // against central finite differences of that reference (in double), run by
-// the eager executor (OpTable) and compiled (OpTableCompiled: every row's
-// forward value and gradients in one graph, one compilation, compared with
-// the eager results and the reference). Adding an op is one more row in kRows.
+// the eager executor (OpTable), and on every backend (OpTableOnBackend:
+// "eager", then each compiled backend with every row's forward value and
+// gradients in one graph, one compilation, compared with the eager results
+// and the reference). Adding an op is one more row in kRows; adding a
+// backend is one more value of OpTableOnBackend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <tc/tc.h>
 
 #include "random.h"  // compiler/src: the counter-based RNG, for random ops' references
+#include "backend/backend.h"  // compiler/src: the backends the table runs on
 #include "events.h"  // compiler/src: counts compilations
 #include "ref.h"
 
@@ -423,35 +426,88 @@ struct CountCompilations : tc::events::TestObserver {
   void compilation(const tc::events::CompilationRecord&) override { ++n; }
 };
 
-TEST(OpTableCompiled, EveryRowCompiledInOneGraphMatchesEagerAndReference) {
-  auto eager = all_rows(true);
-  CountCompilations count;
-  tc::events::set_test_observer(&count);
-  auto compiled = all_rows(false);
-  tc::events::set_test_observer(nullptr);
-  EXPECT_LE(count.n, 1);  // one graph for every row (0 when the disk or memory cache had it)
+// Forward values against the reference (the row's tolerance) and gradients
+// against finite differences of the reference; with `eager`, also against
+// the eager executor's values (1e-5 forward, 1e-4 gradients, relative).
+void check_rows(const std::vector<RowValues>& got, const std::vector<RowValues>* eager) {
   for (std::size_t index = 0; index < rows().size(); ++index) {
     const Row& row = rows()[index];
     SCOPED_TRACE(row.name);
     auto xs = make_inputs(row, 1234 + index);
     Arr want = row.reference(xs);
-    const auto& c = compiled[index];
-    const auto& e = eager[index];
+    const auto& c = got[index];
     ASSERT_EQ(c.fwd.size(), want.v.size());
-    ASSERT_EQ(c.fwd.size(), e.fwd.size());
-    for (std::size_t i = 0; i < c.fwd.size(); ++i) {
-      // Compiled vs the reference: the row's tolerance. Compiled vs eager: 1e-5 relative.
+    for (std::size_t i = 0; i < c.fwd.size(); ++i)
       EXPECT_LE(std::fabs(c.fwd[i] - want.v[i]), row.fwd_tol * (1 + std::fabs(want.v[i]))) << "forward " << i;
-      EXPECT_LE(std::fabs(c.fwd[i] - e.fwd[i]), 1e-5 * (1 + std::fabs(e.fwd[i]))) << "forward vs eager " << i;
+    if (eager) {
+      const auto& e = (*eager)[index];
+      ASSERT_EQ(c.fwd.size(), e.fwd.size());
+      for (std::size_t i = 0; i < c.fwd.size(); ++i)
+        EXPECT_LE(std::fabs(c.fwd[i] - e.fwd[i]), 1e-5 * (1 + std::fabs(e.fwd[i]))) << "forward vs eager " << i;
+      ASSERT_EQ(c.grads.size(), e.grads.size());
+      for (std::size_t p = 0; p < c.grads.size(); ++p) {
+        ASSERT_EQ(c.grads[p].size(), e.grads[p].size());
+        for (std::size_t i = 0; i < c.grads[p].size(); ++i)
+          EXPECT_LE(std::fabs(c.grads[p][i] - e.grads[p][i]), 1e-4 * (1 + std::fabs(e.grads[p][i])))
+              << "gradient " << p << " element " << i << ": got " << c.grads[p][i] << " eager " << e.grads[p][i];
+      }
+      continue;
     }
-    ASSERT_EQ(c.grads.size(), e.grads.size());
-    for (std::size_t p = 0; p < c.grads.size(); ++p) {
-      ASSERT_EQ(c.grads[p].size(), e.grads[p].size());
-      for (std::size_t i = 0; i < c.grads[p].size(); ++i)
-        EXPECT_LE(std::fabs(c.grads[p][i] - e.grads[p][i]), 1e-4 * (1 + std::fabs(e.grads[p][i])))
-            << "gradient " << p << " element " << i << ": compiled " << c.grads[p][i] << " eager " << e.grads[p][i];
+    if (row.grad_tol < 0) continue;
+    // The gradients of sum(out * w), w as all_rows() draws it, against central differences.
+    std::mt19937_64 gen(99 + index);
+    std::vector<double> w(want.v.size());
+    for (auto& x : w) x = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(gen));
+    std::size_t p = 0;
+    for (std::size_t k = 0; k < row.ins.size(); ++k) {
+      if (row.ins[k].dtype != tc::f32) continue;
+      ASSERT_LT(p, c.grads.size());
+      ASSERT_EQ(c.grads[p].size(), xs[k].v.size());
+      for (std::size_t i = 0; i < xs[k].v.size(); ++i) {
+        const double h = 1e-6;
+        auto plus = xs, minus = xs;
+        plus[k].v[i] += h;
+        minus[k].v[i] -= h;
+        double fd = (weighted(row.reference(plus), w) - weighted(row.reference(minus), w)) / (2 * h);
+        EXPECT_LE(std::fabs(c.grads[p][i] - fd), row.grad_tol * (1 + std::fabs(fd)))
+            << "d/d input " << k << " element " << i << ": got " << c.grads[p][i] << " want " << fd;
+      }
+      ++p;
     }
   }
 }
+
+// Every row on every backend: "eager" is the reference executor (against the
+// double reference and finite differences); a compiled backend runs every
+// row's forward value and gradients in one graph, one compilation, against
+// the reference and the eager executor. A new backend is one more value; one
+// that cannot run here (no device) is skipped with the reason.
+class OpTableOnBackend : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OpTableOnBackend, EveryRowMatchesReference) {
+  const std::string name = GetParam();
+  auto eager = all_rows(true);
+  if (name == "eager") {
+    check_rows(eager, nullptr);
+    return;
+  }
+  std::string why;
+  tc::detail::Backend* b = tc::detail::find_backend(name, &why);
+  if (!b) GTEST_SKIP() << "backend " << name << " cannot run here: " << why;
+  std::vector<RowValues> compiled;
+  CountCompilations count;
+  {
+    tc::detail::ScopedBackend use(*b);
+    tc::events::set_test_observer(&count);
+    compiled = all_rows(false);
+    tc::events::set_test_observer(nullptr);
+  }
+  EXPECT_LE(count.n, 1);  // one graph for every row (0 when the disk or memory cache had it)
+  check_rows(compiled, &eager);
+  check_rows(compiled, nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OpTableOnBackend, ::testing::Values("eager", "cpu", "cuda"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

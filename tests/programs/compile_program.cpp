@@ -1,21 +1,25 @@
 // tc-test-compile: a small MLP training loop for the compiled path's
 // end-to-end tests (recompilation reasons, disk cache, memory plans).
 //
-//   tc-test-compile --batches 16,16,24,16 [--tanh-at K]
+//   tc-test-compile --batches 16,16,24,16 [--tanh-at K] [--momentum M]
 //
 // One SGD step per listed batch size, inputs named "x" and "y"; with
 // --tanh-at K step K uses tanh instead of relu (a structure change at the
-// same mark_step call site). Prints one "step S loss L" line per step.
+// same mark_step call site); --momentum 0 makes plain SGD updates (which the
+// kernel pass fuse_gemm_updates turns into accumulating products; default
+// 0.9). Prints one "step S loss L" line per step.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <tc/tc.h>
 #include <vector>
 
-int main(int argc, char** argv) {
+int train(int argc, char** argv) {
   std::vector<int64_t> batches = {16, 16, 16};
   int tanh_at = -1;
+  double momentum = 0.9;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--batches") {
@@ -24,8 +28,10 @@ int main(int argc, char** argv) {
       for (std::string item; std::getline(ss, item, ',');) batches.push_back(std::stoll(item));
     } else if (a == "--tanh-at") {
       tanh_at = std::atoi(argv[i + 1]);
+    } else if (a == "--momentum") {
+      momentum = std::atof(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K]\n");
+      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K] [--momentum M]\n");
       return 2;
     }
   }
@@ -33,7 +39,7 @@ int main(int argc, char** argv) {
   tc::nn::Linear l1(in, hidden, true, 1), l2(hidden, classes, true, 2);
   std::vector<tc::Tensor> params = l1.parameters();
   for (auto& p : l2.parameters()) params.push_back(p);
-  tc::optim::SGD opt(params, {.lr = 0.05, .momentum = 0.9});
+  tc::optim::SGD opt(params, {.lr = 0.05, .momentum = momentum});
   for (std::size_t step = 0; step < batches.size(); ++step) {
     int64_t b = batches[step];
     std::vector<float> xs(static_cast<std::size_t>(b * in));
@@ -50,4 +56,13 @@ int main(int argc, char** argv) {
     std::printf("step %zu loss %.6f\n", step, static_cast<double>(loss.item()));
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return train(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 }

@@ -1,0 +1,104 @@
+// The backend layer (private): where a planned Program becomes code that runs
+// on a device, and where device memory comes from. In the spirit of ggml's
+// backend table: a small interface, one folder per backend, one registration.
+//
+//   compiler.cpp (driver) ── Program ──> Backend::compile ──> Executable code
+//                         ── buffers ──> Executable::run(bufs, {graph, execution})
+//   Buffer (buffer.h)     ── alloc/free/copies ──> Backend memory
+//
+// Adding a backend: a folder compiler/src/backend/NAME/ with a class that
+// implements Backend, and one row in the table of registry.cpp. Nothing else
+// in the compiler names a backend.
+//
+// Contract for implementations:
+// - compile() turns a verified, planned Program into loaded code: render it in
+//   the backend's dialect, build it (or take it from the backend's cache),
+//   load it. It throws tc::Error with a one-line reason (and where the
+//   generated source and the build log are kept) when that fails.
+// - run() executes the whole program once with bound buffers: inputs, then
+//   outputs, then the arena (nullptr when the arena is empty), in the order of
+//   Program::bufs' slots. It may return before the device finished
+//   (synchronize() waits). It returns 0, or 1 when a gather/embedding index
+//   was out of range.
+// - Memory: alloc() returns nullptr when the device has no room (the runtime
+//   turns that into tc::OutOfMemoryError with its own accounting); copies are
+//   synchronous. host_memory() true means device pointers are host pointers
+//   that the eager executor may read and write directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace tc::detail {
+
+struct Program;
+
+// What run() passes along, so a device profiler can correlate what the device
+// did with the execution that asked for it (both ids are unique in the run).
+struct RunIds {
+  int64_t graph_id = 0;
+  int64_t execution_id = 0;
+};
+
+// Loaded code of one compiled graph. Owned by the compile cache; lives as
+// long as the process may run the graph again.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  virtual int run(void* const* bufs, const RunIds& ids) = 0;
+};
+
+// How compile() got its code, for the compilations table.
+struct CompiledCode {
+  std::unique_ptr<Executable> code;
+  std::string source_path;  // the generated source, kept for the user
+  bool disk_hit = false;    // loaded from the backend's on-disk cache
+  int64_t codegen_ns = 0;   // rendering the Program as source
+  int64_t build_ns = 0;     // building it (0 on a disk hit)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The name TC_DEVICE selects, e.g. "cpu".
+  virtual const char* name() const = 0;
+
+  // ---- device memory
+  virtual bool host_memory() const = 0;
+  virtual void* alloc(std::size_t bytes) = 0;  // 64-byte aligned; nullptr: no room
+  virtual void free(void* ptr, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  virtual void copy_from_host(void* device_dst, const void* host_src, std::size_t bytes) = 0;
+
+  // ---- code
+  // `graph_id` names the graph in messages and generated code.
+  virtual CompiledCode compile(const Program& program, int64_t graph_id) = 0;
+  // Waits until everything run() started has finished.
+  virtual void synchronize() = 0;
+};
+
+// The backend of this process, chosen once at first use from TC_DEVICE
+// ("cpu" when unset). An unknown or unavailable name throws tc::Error naming
+// the known backends.
+Backend& backend();
+// The backend registered under `name`, or nullptr when there is none or it
+// cannot run here; `why` then says why in one line. For tests that run one
+// table of cases on every backend.
+Backend* find_backend(std::string_view name, std::string* why = nullptr);
+// Test-only: makes `b` the process's backend until the returned guard goes
+// out of scope. Buffers remember the backend that allocated them.
+class ScopedBackend {
+ public:
+  explicit ScopedBackend(Backend& b);
+  ~ScopedBackend();
+  ScopedBackend(const ScopedBackend&) = delete;
+  ScopedBackend& operator=(const ScopedBackend&) = delete;
+
+ private:
+  Backend* saved_;
+};
+
+}  // namespace tc::detail
