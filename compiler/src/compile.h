@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "events.h"
 #include "ir.h"
 #include "tc/error.h"
 
@@ -119,6 +120,7 @@ struct Kernel {
   bool accumulate = false;
   double alpha_scale = 1.0;
   int alpha_buf = -1;
+  int product = -1;  // an SGD-update kernel: the matrix product node it absorbed (sites, ops)
   // ScatterAdd: out[(o * dim + idx[j]) * inner + c] += value over loop (o, j, c).
   int index = -1;       // the index value (expr) for ScatterAdd
   int64_t dim = 0;
@@ -158,6 +160,12 @@ std::vector<PassInfo> run_kernel_passes(const CGraph& scheduled, Program& p, boo
 // Elementwise updates W - G * s into W where G is a product read by nothing
 // else become one sgemm accumulating into W (schedule.cpp).
 void fuse_gemm_updates(const CGraph& scheduled, Program& p);
+
+// ---- what each kernel is (kernel_info.cpp) ------------------------------------
+// For the kernels table: kind, fused ops, loop shape, bytes and FLOPs from
+// the kernel IR, and the user's source lines of the nodes fused into it.
+using KernelInfo = events::KernelRecord;
+std::vector<KernelInfo> describe_kernels(const CGraph& scheduled, const Program& p);
 
 // ---- memory plan (plan.cpp) ---------------------------------------------------
 struct MemoryPlan {

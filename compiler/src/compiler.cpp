@@ -145,6 +145,7 @@ Lowered lower(const Graph& graph, Trigger trigger) {
 struct CompiledGraph {
   int64_t graph_id = 0;
   Program program;
+  std::size_t kernels = 0;
   std::unique_ptr<Executable> code;
   int64_t batch_size = 0;  // the plan's batch dimension (0: none), for out-of-memory records
 };
@@ -268,9 +269,8 @@ void optimize(Lowered& l, events::CompilationRecord& rec) {
 }
 
 // Kernels, then the kernel passes (their time counts as pass time).
-Program schedule_kernels(const CGraph& g, events::CompilationRecord& rec) {
+Program schedule_kernels(const CGraph& g, events::CompilationRecord& rec, CGraph& scheduled) {
   int64_t s0 = now_ns();
-  CGraph scheduled;
   Program p = schedule(g, &scheduled);
   rec.codegen_ns += now_ns() - s0;
   uint64_t start = events::ticks();
@@ -319,7 +319,9 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   optimize(l, rec);
   auto exe = std::make_shared<CompiledGraph>();
   exe->graph_id = rec.graph_id;
-  exe->program = schedule_kernels(l.g, rec);
+  CGraph scheduled;
+  exe->program = schedule_kernels(l.g, rec, scheduled);
+  exe->kernels = exe->program.kernels.size();
   int64_t p0 = now_ns();
   events::MemoryPlanRecord m = plan(graph, l.g, exe->program, rec.graph_id);
   rec.codegen_ns += now_ns() - p0;  // codegen: kernels, plan and source
@@ -343,6 +345,7 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
                     ", codegen " + ms(rec.codegen_ns) + ", build " + ms(rec.build_ns) + " (" + rec.cache + "), total " +
                     ms(now_ns() - t_start) + ", source " + rec.source_path);
   events::on_compilation(rec);
+  if (events::timing_kernels()) events::on_kernels(rec.graph_id, describe_kernels(scheduled, exe->program));
   for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value);
   return exe;
 }
@@ -373,10 +376,22 @@ void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
     arena = allocate(p.arena_bytes, Category::activation);
     ptrs.back() = arena->raw();
   }
-  int rc = exe.code->run(ptrs.data(), RunIds{exe.graph_id, execution_id});
+  // While recording, each kernel is timed (ticks[2k], ticks[2k+1]) and
+  // reported after the run; otherwise the code takes its untimed path.
+  thread_local std::vector<uint64_t> ticks;
+  KernelClock clock{nullptr, &events::clock_now};
+  if (events::timing_kernels()) {
+    ticks.assign(2 * exe.kernels, 0);
+    clock.ticks = ticks.data();
+  }
+  int rc = exe.code->run(ptrs.data(), RunIds{exe.graph_id, execution_id}, clock.ticks ? &clock : nullptr);
   if (rc != 0)
     throw Error("tc: an index of a gather/embedding is out of range in graph " + std::to_string(exe.graph_id) +
                 " (checked at execution)");
+  if (clock.ticks) {
+    backend().synchronize();
+    events::on_kernel_times(execution_id, exe.graph_id, ticks.data(), exe.kernels);
+  }
   arena.reset();
   for (std::size_t s = 0; s < g.outputs.size(); ++s) {
     g.outputs[s]->data = outs[s];
@@ -394,6 +409,11 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   if (auto it = c.by_signature.find(sig); it != c.by_signature.end()) {
     exe = it->second;
   } else {
+    if (events::timing_kernels() && !events::ceilings_recorded()) {
+      // The roofline kernels are put against: cached per machine, measured once (~0.2 s).
+      Backend::Ceilings ce = backend().ceilings();
+      events::on_ceilings(backend().name(), ce.gflops, ce.gbps, ce.cached ? "cached" : "measured");
+    }
     uint64_t erased = structure_hash(l.g, false);
     exe = compile(g, l, sig, erased, trigger, site);
     c.by_signature[sig] = exe;

@@ -169,6 +169,70 @@ void on_setting(const char* name, const char* value) {
   tr::emit(tr::rec::RunEnv{.name = tr::intern(name), .value = tr::intern(value)});
 }
 
+void on_kernels(int64_t graph_id, const std::vector<KernelRecord>& kernels) {
+  if (!tr::enabled()) return;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const KernelRecord& r = kernels[k];
+    tr::emit(tr::rec::Kernel{.graph_id = graph_id,
+                             .kernel = static_cast<int64_t>(k),
+                             .kind = text(r.kind),
+                             .ops = text(r.ops),
+                             .loop = text(r.loop),
+                             .bytes_read = r.bytes_read,
+                             .bytes_written = r.bytes_written,
+                             .flops = r.flops,
+                             .sites = text(r.sites)});
+  }
+}
+
+bool timing_kernels() { return tr::enabled(); }
+uint64_t clock_now() { return tr::now(); }
+
+void on_kernel_times(int64_t execution_id, int64_t graph_id, const uint64_t* ticks, std::size_t kernels) {
+  if (!tr::enabled()) return;
+  for (std::size_t k = 0; k < kernels; ++k)
+    tr::emit(tr::rec::KernelExecution{.execution_id = execution_id,
+                                      .graph_id = graph_id,
+                                      .kernel = static_cast<int64_t>(k),
+                                      .ts = tr::Ticks{ticks[2 * k]},
+                                      .dur = tr::Ticks{ticks[2 * k + 1] - ticks[2 * k]}});
+}
+
+void on_eager_kernel(int64_t kernel, const KernelRecord& r) {
+  if (!tr::enabled()) return;
+  tr::emit(tr::rec::Kernel{.graph_id = 0,
+                           .kernel = kernel,
+                           .kind = text(r.kind),
+                           .ops = text(r.ops),
+                           .loop = text(r.loop),
+                           .bytes_read = r.bytes_read,
+                           .bytes_written = r.bytes_written,
+                           .flops = r.flops,
+                           .sites = text(r.sites)});
+}
+
+uint32_t recording_session() { return tr::enabled() ? tr::detail::g_session.load(std::memory_order_relaxed) : 0; }
+
+void on_eager_op_time(int64_t execution_id, int64_t kernel, uint64_t start, uint64_t end) {
+  if (!tr::enabled()) return;
+  tr::emit(tr::rec::KernelExecution{
+      .execution_id = execution_id, .graph_id = 0, .kernel = kernel, .ts = tr::Ticks{start}, .dur = tr::Ticks{end - start}});
+}
+
+namespace {
+std::atomic<uint32_t> g_ceilings_session{0};
+}
+
+void on_ceilings(const char* backend, double gflops, double gbps, const char* source) {
+  if (!tr::enabled()) return;
+  g_ceilings_session.store(tr::detail::g_session.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  tr::emit(tr::rec::Ceilings{.backend = tr::intern(backend), .gflops = gflops, .gbps = gbps, .source = tr::intern(source)});
+}
+
+bool ceilings_recorded() {
+  return tr::enabled() && g_ceilings_session.load(std::memory_order_relaxed) == tr::detail::g_session.load(std::memory_order_relaxed);
+}
+
 bool debug_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("TC_DEBUG");

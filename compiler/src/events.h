@@ -8,6 +8,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <vector>
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -66,6 +68,32 @@ struct MemoryPlanRecord {
   std::array<int64_t, kCategoryCount> by_category{};
 };
 void on_memory_plan(const MemoryPlanRecord& m);
+// ---- kernels ------------------------------------------------------------------
+// What a kernel of a compiled graph is (the kernels table).
+struct KernelRecord {
+  std::string kind, ops, loop, sites;
+  int64_t bytes_read = 0, bytes_written = 0, flops = 0;
+};
+void on_kernels(int64_t graph_id, const std::vector<KernelRecord>& kernels);
+// True when kernel times are wanted (recording is on): the runtime then times
+// each kernel of an execution and reports the ticks below.
+bool timing_kernels();
+// The recording clock, for the backend's kernel timing.
+uint64_t clock_now();
+// Kernel k of `graph_id` ran from ticks[2k] to ticks[2k+1] in `execution_id`.
+void on_kernel_times(int64_t execution_id, int64_t graph_id, const uint64_t* ticks, std::size_t kernels);
+// An op of the eager executor is a kernel of graph 0: described once per
+// distinct op, site and shapes (kernel: an id unique in the run), then timed
+// on every run.
+void on_eager_kernel(int64_t kernel, const KernelRecord& k);
+void on_eager_op_time(int64_t execution_id, int64_t kernel, uint64_t start, uint64_t end);
+// A number that changes when a new recording session starts (0: none), so
+// that what was described once per session is described again.
+uint32_t recording_session();
+// The machine's ceilings for the roofline (once per run and backend).
+void on_ceilings(const char* backend, double gflops, double gbps, const char* source);
+// True once on_ceilings() ran in this recording session.
+bool ceilings_recorded();
 // A setting this process chose (run_env; one row per distinct name and value),
 // e.g. ("TC_DEVICE", "cpu") for the backend.
 void on_setting(const char* name, const char* value);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "events.h"
 #include "ir.h"
 #include "random.h"
 
@@ -373,7 +374,54 @@ void execute_node(Node& n) {
   }
 }
 
-void execute_eager(const Graph& g) {
+namespace {
+
+// The eager executor's kernels: one per distinct op, call site and shapes on
+// this thread, described once per recording session (the map is the
+// thread's own: no lock; it grows once per distinct op).
+int64_t eager_kernel(const Node& n) {
+  struct Entry {
+    int64_t id;
+    uint32_t session;
+  };
+  thread_local std::unordered_map<uint64_t, Entry> known;
+  uint64_t h = mix64(static_cast<uint64_t>(n.op) * 0x9e3779b97f4a7c15ULL ^ reinterpret_cast<uintptr_t>(n.where.file_name()));
+  h = mix64(h ^ (static_cast<uint64_t>(n.where.line()) << 20 | n.where.column()) ^ static_cast<uint64_t>(n.dtype) << 56);
+  auto add_shape = [&h](const Shape& s) {
+    for (int64_t d : s) h = mix64(h ^ static_cast<uint64_t>(d));
+    h = mix64(h ^ 0xabcdef);
+  };
+  add_shape(n.shape);
+  for (const auto& in : n.inputs) add_shape(in->shape);
+  uint32_t session = events::recording_session();
+  auto [it, fresh] = known.try_emplace(h, Entry{0, 0});
+  if (!fresh && it->second.session == session) return it->second.id;
+  if (fresh) it->second.id = events::new_execution_id();  // ids unique in the run
+  it->second.session = session;
+  events::KernelRecord k;
+  bool reduce = n.op == Op::Sum || n.op == Op::Max;
+  k.kind = n.op == Op::MatMul ? "matmul" : reduce ? "reduce" : n.op == Op::ScatterAdd ? "scatter" : "elementwise";
+  k.ops = op_name(n.op);
+  for (int64_t d : n.shape) k.loop += (k.loop.empty() ? "" : "x") + std::to_string(d);
+  k.sites = std::string(n.where.file_name()) + ":" + std::to_string(n.where.line());
+  for (const auto& in : n.inputs) k.bytes_read += in->numel() * dtype_size(in->dtype);
+  k.bytes_written = n.numel() * dtype_size(n.dtype);
+  if (n.op == Op::MatMul) {
+    const Shape& a = n.inputs[0]->shape;
+    k.flops = 2 * n.numel() * a.back();
+    k.loop += "x" + std::to_string(a.back());
+  } else if (reduce) {
+    k.flops = n.inputs[0]->numel();
+  } else if (n.op >= Op::Neg && n.op <= Op::Where) {  // arithmetic; movement and constants do none
+    k.flops = n.numel();
+  }
+  events::on_eager_kernel(it->second.id, k);
+  return it->second.id;
+}
+
+}  // namespace
+
+void execute_eager(const Graph& g, int64_t execution_id) {
   // The eager executor is the host reference: it reads and writes buffers directly.
   for (const Node* in : g.inputs)
     if (in->data && !in->data->host_memory())
@@ -387,8 +435,11 @@ void execute_eager(const Graph& g) {
   for (Node* o : g.outputs) is_out[o] = true;
   std::vector<Node*> done;
   try {
+    const bool timed = events::timing_kernels();
     for (Node* n : g.nodes) {
+      uint64_t t0 = timed ? events::clock_now() : 0;
       execute_node(*n);
+      if (timed) events::on_eager_op_time(execution_id, eager_kernel(*n), t0, events::clock_now());
       done.push_back(n);
       for (auto& in : n->inputs) {
         auto it = uses.find(in.get());

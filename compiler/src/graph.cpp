@@ -116,7 +116,7 @@ int64_t run_graph(const Graph& g, Trigger trigger, const std::source_location& s
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   int64_t execution_id = events::new_execution_id();
-  execute_eager(g);
+  execute_eager(g, execution_id);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger),
                             static_cast<int64_t>(g.nodes.size()), now_ns() - t0, start, 0, execution_id);
   return 0;

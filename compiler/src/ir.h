@@ -108,7 +108,7 @@ Graph cut(const std::vector<Node*>& outputs);
 int64_t run_graph(const Graph& g, Trigger trigger,
                   const std::source_location& site = std::source_location::current());
 // The eager reference executor.
-void execute_eager(const Graph& g);
+void execute_eager(const Graph& g, int64_t execution_id);
 void execute_node(Node& n);  // computes n.data from realized inputs
 
 // Materializes one node (explicit evaluation helper). Returns node count run.

@@ -332,6 +332,7 @@ void fuse_gemm_updates(const CGraph& g, Program& p) {
     if (!ok) continue;
     Kernel fused = mm;
     fused.root = up.root;
+    fused.product = mm.root;
     fused.out_buf = up.out_buf;
     fused.accumulate = true;
     fused.alpha_scale = -alpha;

@@ -177,4 +177,75 @@ TEST(CompiledStore, UnknownDeviceIsRefusedInOneLine) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+// While recording, every kernel of every compiled graph is described once
+// (kernels) and timed on every execution (kernel_executions), inside its
+// execution; the machine's ceilings are recorded once.
+TEST(CompiledStore, KernelsAreDescribedAndTimedOnEveryExecution) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  run_program(dir, dir.file("k.tcdb"), {"--batches", "16,16,24"});
+  auto reader = tc::store::Reader::open(dir.file("k.tcdb"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto& r = *reader;
+  auto one = [&](const std::string& sql) {
+    auto v = r.scalar_i64(sql);
+    EXPECT_TRUE(v.ok()) << sql << ": " << v.status().message();
+    return v.ok() ? *v : -1;
+  };
+  // One kernels row per kernel the compilation reports.
+  EXPECT_EQ(one("SELECT count(*) FROM compilations c WHERE c.kernels <> (SELECT count(*) FROM kernels k WHERE k.graph_id = c.graph_id)"), 0);
+  EXPECT_GT(one("SELECT count(*) FROM kernels"), 0);
+  // Every compiled execution timed each of its graph's kernels once, inside the execution.
+  EXPECT_EQ(one("SELECT count(*) FROM executions e WHERE e.graph_id <> 0 AND (SELECT count(*) FROM kernel_executions x "
+                "WHERE x.execution_id = e.execution_id) <> (SELECT kernels FROM compilations c WHERE c.graph_id = e.graph_id)"),
+            0);
+  EXPECT_EQ(one("SELECT count(*) FROM kernel_executions x JOIN executions e USING (execution_id) "
+                "WHERE x.dur < 0 OR x.ts < e.ts OR x.ts + x.dur > e.ts + e.dur OR x.graph_id <> e.graph_id"),
+            0);
+  EXPECT_EQ(one("SELECT count(DISTINCT execution_id) FROM kernel_executions"), 3);
+  // Kernels run one after another.
+  EXPECT_EQ(one("SELECT count(*) FROM kernel_executions a JOIN kernel_executions b ON a.execution_id = b.execution_id "
+                "AND b.kernel = a.kernel + 1 WHERE b.ts < a.ts + a.dur"),
+            0);
+  // A matrix product's FLOPs are 2 M N K of its loop shape; its sites are the program's lines.
+  int products = 0;
+  for (auto q = r.query("SELECT loop, flops, sites, ops FROM kernels WHERE kind = 'matmul'"); q.next();) {
+    ++products;
+    std::string loop(q.text(0));
+    std::vector<int64_t> d;
+    std::stringstream ss(loop);
+    for (std::string x; std::getline(ss, x, 'x');) d.push_back(std::stoll(x));
+    ASSERT_GE(d.size(), 3u) << loop;
+    int64_t flops = 2 * d[d.size() - 3] * d[d.size() - 2] * d[d.size() - 1];
+    for (std::size_t i = 0; i + 3 < d.size(); ++i) flops *= d[i];
+    EXPECT_EQ(q.i64(1), flops) << loop;
+    EXPECT_NE(std::string(q.text(2)).find("compile_program.cpp:"), std::string::npos) << q.text(2);
+    EXPECT_NE(std::string(q.text(3)).find("matmul"), std::string::npos) << q.text(3);
+  }
+  EXPECT_GE(products, 3) << "two forward products and the weight gradients";
+  EXPECT_EQ(one("SELECT count(*) FROM kernels WHERE sites NOT LIKE '%compile_program.cpp:%'"), 0)
+      << "every kernel is attributed to a line of the program (backward to the forward op's, updates to step()'s)";
+  EXPECT_EQ(one("SELECT count(*) FROM ceilings WHERE backend = 'cpu' AND gflops > 0 AND gbps > 0"), 1);
+}
+
+// The eager executor times each op the same way: kernels of graph 0.
+TEST(CompiledStore, EagerOpsAreTimedAsKernels) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  std::vector<std::string> argv{bin("tc-test-compile"), "--batches", "8,8"};
+  auto e = tc::test::run(argv, {{"TC_PROFILE", dir.file("e.tcdb")}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", "1"}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto reader = tc::store::Reader::open(dir.file("e.tcdb"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto& r = *reader;
+  auto one = [&](const std::string& sql) { return *r.scalar_i64(sql); };
+  int64_t ops = one("SELECT count(*) FROM executions WHERE trigger = 'eager'");
+  EXPECT_GT(ops, 50);
+  EXPECT_EQ(one("SELECT count(*) FROM kernel_executions WHERE graph_id = 0"), ops) << "one timed kernel per eager op";
+  EXPECT_EQ(one("SELECT count(*) FROM kernel_executions x WHERE NOT EXISTS (SELECT 1 FROM kernels k WHERE k.graph_id = 0 AND k.kernel = x.kernel)"), 0);
+  // Step two repeats step one's ops: each distinct op is described once.
+  EXPECT_LT(one("SELECT count(*) FROM kernels WHERE graph_id = 0"), ops);
+  EXPECT_EQ(one("SELECT count(*) FROM compilations"), 0);
+}
+
 }  // namespace

@@ -15,7 +15,8 @@
 //   the backend's dialect, build it (or take it from the backend's cache),
 //   load it. It throws tc::Error with a one-line reason (and where the
 //   generated source and the build log are kept) when that fails.
-// - run() executes the whole program once with bound buffers: inputs, then
+// - run() executes the whole program once with bound buffers (timing each
+//   kernel when given a KernelClock): inputs, then
 //   outputs, then the arena (nullptr when the arena is empty), in the order of
 //   Program::bufs' slots. It may return before the device finished
 //   (synchronize() waits). It returns 0, or 1 when a gather/embedding index
@@ -43,12 +44,21 @@ struct RunIds {
   int64_t execution_id = 0;
 };
 
+// Per-kernel timing of one run: ticks[2k] and ticks[2k+1] receive kernel k's
+// begin and end, read with `now` (the recording clock). A backend whose
+// device runs asynchronously fills them when synchronize() returns.
+struct KernelClock {
+  uint64_t* ticks;
+  uint64_t (*now)();
+};
+
 // Loaded code of one compiled graph. Owned by the compile cache; lives as
 // long as the process may run the graph again.
 class Executable {
  public:
   virtual ~Executable() = default;
-  virtual int run(void* const* bufs, const RunIds& ids) = 0;
+  // clock == nullptr: untimed (recording off costs one branch per run).
+  virtual int run(void* const* bufs, const RunIds& ids, const KernelClock* clock) = 0;
 };
 
 // How compile() got its code, for the compilations table.
@@ -78,6 +88,16 @@ class Backend {
   virtual CompiledCode compile(const Program& program, int64_t graph_id) = 0;
   // Waits until everything run() started has finished.
   virtual void synchronize() = 0;
+
+  // ---- the roofline
+  // What this device reaches: peak single-precision GFLOP/s of its
+  // matrix-product path and memory bandwidth in GB/s, measured by a short
+  // calibration once per machine and cached (cached = true) like built code.
+  struct Ceilings {
+    double gflops = 0, gbps = 0;
+    bool cached = false;
+  };
+  virtual Ceilings ceilings() = 0;
 };
 
 // The backend of this process, chosen once at first use from TC_DEVICE

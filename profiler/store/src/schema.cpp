@@ -120,7 +120,12 @@ struct RecordIndexes {
   std::string_view table;
   std::span<const IndexDecl> indexes;
 };
+constexpr IndexDecl kKernelsIndexes[] = {{"kernels_graph_kernel", "graph_id, kernel"}};
+constexpr IndexDecl kKernelExecutionsIndexes[] = {{"kernel_executions_graph_kernel", "graph_id, kernel"}};
+
 constexpr RecordIndexes kRecordIndexes[] = {
+    {"kernels", kKernelsIndexes},
+    {"kernel_executions", kKernelExecutionsIndexes},
     {"compilations", kCompilationsIndexes},
     {"executions", kExecutionsIndexes},
     {"explicit_evaluations", kExplicitEvaluationsIndexes},
@@ -172,9 +177,28 @@ constexpr auto record_columns() {
 template <size_t K>
 constexpr auto kRecordColumns = record_columns<K>();
 
+// Record tables added after v1, and those written in bulk (a row per kernel
+// per execution).
+struct RecordTableTraits {
+  std::string_view table;
+  int since;
+  bool bulk;
+};
+constexpr RecordTableTraits kRecordTableTraits[] = {
+    {"kernels", 2, false},
+    {"kernel_executions", 2, true},
+    {"ceilings", 2, false},
+};
+constexpr RecordTableTraits traits_of(std::string_view table) {
+  for (const RecordTableTraits& t : kRecordTableTraits)
+    if (t.table == table) return t;
+  return {table, 1, false};
+}
+
 template <size_t... K>
 constexpr std::array<TableDecl, sizeof...(K)> make_record_tables(std::index_sequence<K...>) {
-  return {TableDecl{trace::kRecords[K].table, trace::kRecords[K].doc, kRecordColumns<K>, indexes_of(trace::kRecords[K].table)}...};
+  return {TableDecl{trace::kRecords[K].table, trace::kRecords[K].doc, kRecordColumns<K>, indexes_of(trace::kRecords[K].table),
+                    traits_of(trace::kRecords[K].table).bulk, {}, traits_of(trace::kRecords[K].table).since}...};
 }
 constexpr std::array<TableDecl, trace::kRecordCount> kRecordTables = make_record_tables(std::make_index_sequence<trace::kRecordCount>{});
 

@@ -326,6 +326,9 @@ void warn(const std::string& message) {
 
 }  // namespace
 
+std::string cache_directory() { return secure_cache_dir(); }
+std::string machine_key() { return hex(hash_text(toolchain_key())); }
+
 Built build_and_load(const std::string& source, int64_t graph_id, int parts) {
   const std::string context = "tc: building graph " + std::to_string(graph_id);
   std::string dir = secure_cache_dir();

@@ -109,9 +109,14 @@ class CppEmitter {
       before += text[k].size();
     }
     if (open >= 0) os << "#endif\n";
-    os << "#if TC_IN(0)\nextern \"C\" int tc_run(void* const* b) {\n  int err = 0;\n";
+    // t == nullptr: untimed (one branch per execution); else t[2k], t[2k+1]
+    // get kernel k's begin and end from `now`, the recording clock.
+    os << "#if TC_IN(0)\nextern \"C\" int tc_run(void* const* b, uint64_t* t, uint64_t (*now)(void)) {\n  int err = 0;\n  if (!t) {\n";
     for (std::size_t k = 0; k < p.kernels.size(); ++k)
-      os << "  k" << k << "(b, &err);\n  if (err) return 1;\n";
+      os << "    k" << k << "(b, &err);\n    if (err) return 1;\n";
+    os << "    return 0;\n  }\n";
+    for (std::size_t k = 0; k < p.kernels.size(); ++k)
+      os << "  t[" << 2 * k << "] = now();\n  k" << k << "(b, &err);\n  t[" << 2 * k + 1 << "] = now();\n  if (err) return 1;\n";
     os << "  return 0;\n}\n";
     // The code cache builds with -DTC_KEY="<key>" and checks after loading
     // that the object says it was built for the key it was looked up by.

@@ -87,9 +87,9 @@ class SingleThreadedBlas {
 class CpuExecutable final : public Executable {
  public:
   explicit CpuExecutable(RunFn fn) : fn_(fn) {}
-  int run(void* const* bufs, const RunIds&) override {
+  int run(void* const* bufs, const RunIds&, const KernelClock* clock) override {
     SingleThreadedBlas one;
-    return fn_(bufs);
+    return clock ? fn_(bufs, clock->ticks, clock->now) : fn_(bufs, nullptr, nullptr);
   }
 
  private:
@@ -132,6 +132,10 @@ class CpuBackend final : public Backend {
     return out;
   }
   void synchronize() override {}  // run() returns when the host is done
+  Ceilings ceilings() override {
+    Measured m = measure_ceilings();
+    return {m.gflops, m.gbps, m.cached};
+  }
 
  private:
   BlockCache blocks_;

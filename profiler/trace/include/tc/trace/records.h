@@ -152,7 +152,18 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   R(RunEnv, 10, run_env,                                                                                                     \
     "The TC_* environment variables of the run, one row each, and what a process chose where the variable was unset "       \
     "(TC_DEVICE: the backend its compiled graphs ran on).",                                                                  \
-    "", TC_TRACE_RUN_ENV_FIELDS)
+    "", TC_TRACE_RUN_ENV_FIELDS)                                                                                             \
+  R(Kernel, 11, kernels,                                                                                                     \
+    "Every kernel of every compiled graph (and each distinct op of the eager executor): what it computes, its cost from "   \
+    "the kernel IR, and the user's source lines it came from.",                                                             \
+    "the thread that compiled (threads.utid)", TC_TRACE_KERNEL_FIELDS)                                                      \
+  R(KernelExecution, 12, kernel_executions,                                                                                  \
+    "Every timed run of a kernel: one row per kernel per execution while recording.",                                       \
+    "the thread that executed (threads.utid)", TC_TRACE_KERNEL_EXECUTION_FIELDS)                                            \
+  R(Ceilings, 13, ceilings,                                                                                                  \
+    "What this machine reaches, measured once per machine and backend by a short calibration: the roofline kernels are "    \
+    "put against.",                                                                                                          \
+    "the thread that recorded it (threads.utid)", TC_TRACE_CEILINGS_FIELDS)
 
 #define TC_TRACE_STEP_FIELDS(F)                                                    \
   F(Ts, ts, "when mark_step() was called")                                         \
@@ -246,6 +257,31 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
 #define TC_TRACE_RUN_ENV_FIELDS(F)                       \
   F(Text, name, "variable name, e.g. 'TC_EAGER'")         \
   F(Text, value, "its value")
+
+#define TC_TRACE_KERNEL_FIELDS(F)                                                                                      \
+  F(Int, graph_id, "the compiled graph (compilations.graph_id); 0 for an op of the eager executor")                      \
+  F(Int, kernel, "the kernel's index in its graph, in execution order (for the eager executor: an id unique in the run)") \
+  F(Text, kind, "'elementwise', 'reduce', 'matmul' or 'scatter'")                                                         \
+  F(Text, ops, "the IR ops fused into it, the root first, e.g. 'matmul,sub,mul'")                                        \
+  F(Text, loop, "its loop shape: extents joined by 'x'; for a matmul [batch x] M x N x K")                              \
+  F(Int, bytes_read, "bytes of the buffers it reads, each counted once")                                                 \
+  F(Int, bytes_written, "bytes of the buffer it writes")                                                                 \
+  F(Int, flops, "floating-point operations per run, from the kernel IR (2 M N K per matrix product)")                    \
+  F(Text, sites, "the user's source lines of the ops fused into it, 'file:line' joined by ';', most ops first; a "      \
+    "backward kernel carries its forward op's line, an optimizer update the step() call's")
+
+#define TC_TRACE_KERNEL_EXECUTION_FIELDS(F)                                                                              \
+  F(Int, execution_id, "the execution it ran in (executions.execution_id)")                                              \
+  F(Int, graph_id, "the graph (kernels.graph_id)")                                                                       \
+  F(Int, kernel, "the kernel (kernels.kernel)")                                                                          \
+  F(Ts, ts, "when it started")                                                                                           \
+  F(Dur, dur, "how long it ran")
+
+#define TC_TRACE_CEILINGS_FIELDS(F)                                                                                      \
+  F(Text, backend, "the backend measured, e.g. 'cpu'")                                                                   \
+  F(Real, gflops, "peak single-precision GFLOP/s of the matrix-product path (sgemm, every core)")                       \
+  F(Real, gbps, "memory bandwidth in GB/s (a streaming copy, every core)")                                              \
+  F(Text, source, "'measured' (this run calibrated) or 'cached' (from the calibration file in TC_CACHE_DIR)")
 
 #define TC_TRACE_LOG_FIELDS(F)                                                                                       \
   F(Ts, ts, "when")                                                                                                  \
