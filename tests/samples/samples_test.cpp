@@ -95,6 +95,11 @@ TEST(Oom, RecordsTheOutOfMemoryAndExitsNonZeroWithOneLine) {
   EXPECT_GE(store_i64(r.store, "SELECT count(*) FROM out_of_memory"), 1);
   EXPECT_EQ(store_i64(r.store, "SELECT min(capacity_bytes) FROM out_of_memory"), 16 << 20);
   EXPECT_EQ(store_i64(r.store, "SELECT exit_code FROM run"), 1);
+  // The failing compiled graph's plan knows its batch: the record names it.
+  auto at = said[0].find("batch size ");
+  ASSERT_NE(at, std::string::npos);
+  int64_t batch = std::stoll(said[0].substr(at + 11));
+  EXPECT_EQ(store_i64(r.store, "SELECT batch_size FROM out_of_memory ORDER BY ts DESC LIMIT 1"), batch) << said[0];
 }
 
 TEST(Oom, AloneItsWholeErrorOutputIsOneLine) {
