@@ -6,6 +6,7 @@
 //   tc-analyze recompiles|evals|memory|suggest run.tcdb
 //   tc-analyze diff before.tcdb after.tcdb
 //   tc-analyze export run.tcdb --format chrome -o trace.json
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.h"
 #include "tc/analysis/diff.h"
 #include "tc/analysis/export.h"
 #include "tc/analysis/fail_on.h"
@@ -31,7 +33,7 @@ using tc::analysis::Severity;
 
 // Exit statuses (docs/cli.md). Store errors use their StatusCode (3..7).
 constexpr int kThresholdCrossed = 1;
-constexpr int kUsage = 2;
+constexpr int kUsage = tc::cli::kUsage;
 constexpr int kNoSteps = 12;
 
 struct Style {
@@ -53,9 +55,13 @@ std::string fmt(const char* f, double v) {
 std::string secs(double s) { return tc::analysis::format_seconds(s); }
 std::string bytes(double b) { return tc::analysis::format_bytes(b); }
 
+// Text from the store (or the command line) goes through printable(): a name
+// with an escape sequence in it must not drive the terminal.
+std::string shown(std::string_view text) { return tc::analysis::printable(text); }
+
 std::string command_line(const Report& r) {
   std::string s;
-  for (const auto& a : r.run.command) s += (s.empty() ? "" : " ") + a;
+  for (const auto& a : r.run.command) s += (s.empty() ? "" : " ") + shown(a);
   return s.empty() ? "(unknown command)" : s;
 }
 
@@ -66,7 +72,7 @@ std::string ending(const Report& r) {
 }
 
 int open_error(const tc::Status& s) {
-  std::fprintf(stderr, "tc-analyze: %s\n", s.message().c_str());
+  std::fprintf(stderr, "tc-analyze: %s\n", shown(s.message()).c_str());
   return static_cast<int>(s.code());
 }
 
@@ -92,7 +98,7 @@ std::optional<Loaded> load(const std::string& path, int& exit, const tc::analysi
 
 void print_summary(const std::string& path, const Report& r, const Style& st) {
   const auto& s = r.summary;
-  std::printf("%s%s%s: %s (%s, %s)\n", st.bold(), path.c_str(), st.off(), command_line(r).c_str(), ending(r).c_str(),
+  std::printf("%s%s%s: %s (%s, %s)\n", st.bold(), shown(path).c_str(), st.off(), command_line(r).c_str(), ending(r).c_str(),
               r.run.complete ? "complete" : "INCOMPLETE");
   double wall = r.run.wall_s;
   double other = std::max(0.0, wall - s.compile_s - s.execute_s);
@@ -115,9 +121,9 @@ void print_findings(const Report& r, const Style& st, const std::string& prefix)
   for (const Finding& f : r.findings) {
     if (!prefix.empty() && f.kind.rfind(prefix, 0) != 0) continue;
     ++n;
-    std::printf("\n%2d. %s[%s]%s %s\n", n, st.on(f.severity), tc::analysis::severity_name(f.severity), st.off(), f.title.c_str());
-    std::printf("    kind: %s\n", f.kind.c_str());
-    std::printf("    fix:  %s\n", f.suggestion.c_str());
+    std::printf("\n%2d. %s[%s]%s %s\n", n, st.on(f.severity), tc::analysis::severity_name(f.severity), st.off(), shown(f.title).c_str());
+    std::printf("    kind: %s\n", shown(f.kind).c_str());
+    std::printf("    fix:  %s\n", shown(f.suggestion).c_str());
     if (f.estimated_saving_s > 0) std::printf("    est. saving: %s\n", secs(f.estimated_saving_s).c_str());
   }
   if (n == 0) std::printf("\n  no findings%s\n", prefix.empty() ? "" : (" of kind " + prefix + "*").c_str());
@@ -129,9 +135,9 @@ void print_compilations(const tc::store::Reader& reader, int64_t t0) {
            "SELECT c.ts, c.graph_id, c.step, c.reason, c.dur, (SELECT group_concat(input || '[' || dim || '] ' || old_value || '->' || "
            "new_value, ', ') FROM compilation_inputs i WHERE i.graph_id = c.graph_id), c.diff FROM compilations c ORDER BY c.ts");
        q.next();) {
-    std::string what = !q.is_null(5) ? std::string(q.text(5)) : !q.is_null(6) ? std::string(q.text(6)) : "";
+    std::string what = !q.is_null(5) ? shown(q.text(5)) : !q.is_null(6) ? shown(q.text(6)) : "";
     std::printf("  %10s %6lld %6lld %-16s %10s  %s\n", secs(static_cast<double>(q.i64(0) - t0) / 1e9).c_str(), static_cast<long long>(q.i64(1)),
-                static_cast<long long>(q.i64(2)), std::string(q.text(3)).c_str(), secs(static_cast<double>(q.i64(4)) / 1e9).c_str(), what.c_str());
+                static_cast<long long>(q.i64(2)), shown(q.text(3)).c_str(), secs(static_cast<double>(q.i64(4)) / 1e9).c_str(), what.c_str());
   }
 }
 
@@ -140,9 +146,9 @@ void print_evals(const tc::store::Reader& reader) {
   for (auto q = reader.query("SELECT l.file, l.line, e.kind, count(*), sum(e.dur) FROM explicit_evaluations e LEFT JOIN locations l "
                              "ON l.id = e.loc_id GROUP BY e.loc_id, e.kind ORDER BY sum(e.dur) DESC");
        q.next();) {
-    std::string file = q.is_null(0) ? "?" : std::string(q.text(0));
+    std::string file = q.is_null(0) ? "?" : shown(q.text(0));
     file = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1) + ":" + std::to_string(q.i64(1));
-    std::printf("  %-40s %-8s %7lld %10s\n", file.c_str(), std::string(q.text(2)).c_str(), static_cast<long long>(q.i64(3)),
+    std::printf("  %-40s %-8s %7lld %10s\n", file.c_str(), shown(q.text(2)).c_str(), static_cast<long long>(q.i64(3)),
                 secs(static_cast<double>(q.i64(4)) / 1e9).c_str());
   }
 }
@@ -199,17 +205,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return tc::cli::parse_error("tc-analyze", app, e);
   }
   if ((sub == "diff") != (paths.size() == 2) || paths.size() > 2) {
-    std::fprintf(stderr, "tc-analyze: %s takes %s; see tc-analyze --help\n", sub.c_str(), sub == "diff" ? "two stores" : "one store");
+    std::fprintf(stderr, "tc-analyze: %s takes %s, got %zu; see tc-analyze --help\n", sub.c_str(), sub == "diff" ? "two stores" : "one store",
+                 paths.size());
     return kUsage;
   }
   tc::analysis::FailOn rule;
   for (const auto& expr : fail_on) {
     auto r = tc::analysis::parse_fail_on(expr);
     if (!r.ok()) {
-      std::fprintf(stderr, "tc-analyze: %s\n", r.status().message().c_str());
+      std::fprintf(stderr, "tc-analyze: %s\n", shown(r.status().message()).c_str());
       return kUsage;
     }
     rule.insert(rule.end(), r->begin(), r->end());
@@ -221,10 +228,20 @@ int main(int argc, char** argv) {
   options.memory_safety_margin = margin;
 
   if (sub == "export") {
+    if (output.empty()) {
+      std::fprintf(stderr, "tc-analyze: -o was given an empty path; give the file to write, e.g. -o trace.json\n");
+      return kUsage;
+    }
+    // An export past `ulimit -f` fails with EFBIG (exit 7, no partial file) instead of killing tc-analyze.
+    signal(SIGXFSZ, SIG_IGN);
     auto reader = tc::store::Reader::open(paths[0]);
     if (!reader.ok()) return open_error(reader.status());
-    if (tc::Status s = tc::analysis::export_chrome(*reader, output); !s.ok()) return open_error(s);
-    std::fprintf(stderr, "tc-analyze: wrote %s (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)\n", output.c_str());
+    tc::analysis::ExportStats stats;
+    if (tc::Status s = tc::analysis::export_chrome(*reader, output, &stats); !s.ok()) return open_error(s);
+    if (stats.invalid_utf8_names > 0) {
+      std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(paths[0]).c_str(), tc::analysis::invalid_utf8_note(stats.invalid_utf8_names).c_str());
+    }
+    std::fprintf(stderr, "tc-analyze: wrote %s (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)\n", shown(output).c_str());
     return 0;
   }
   if (sub == "diff") {
@@ -232,10 +249,15 @@ int main(int argc, char** argv) {
     if (!a) return exit;
     auto b = load(paths[1], exit, options);
     if (!b) return exit;
+    for (const auto& [path, loaded] : {std::pair{&paths[0], &*a}, std::pair{&paths[1], &*b}}) {
+      if (loaded->report.invalid_utf8_names > 0) {
+        std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(*path).c_str(), tc::analysis::invalid_utf8_note(loaded->report.invalid_utf8_names).c_str());
+      }
+    }
     if (json) std::printf("%s\n", tc::analysis::diff_json(a->report, b->report).c_str());
     else std::fputs(tc::analysis::diff_text(a->report, paths[0], b->report, paths[1]).c_str(), stdout);
     if (auto why = tc::analysis::crossed(rule, b->report)) {
-      std::fprintf(stderr, "tc-analyze: %s: %s\n", paths[1].c_str(), why->c_str());
+      std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(paths[1]).c_str(), why->c_str());
       return kThresholdCrossed;
     }
     return 0;
@@ -244,18 +266,21 @@ int main(int argc, char** argv) {
   auto loaded = load(paths[0], exit, options);
   if (!loaded) return exit;
   const Report& r = loaded->report;
+  if (r.invalid_utf8_names > 0) {
+    std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(paths[0]).c_str(), tc::analysis::invalid_utf8_note(r.invalid_utf8_names).c_str());
+  }
   if (json) {
     std::printf("%s\n", tc::analysis::to_json(r).c_str());
   } else {
     if (!r.run.complete) {
-      std::fprintf(stderr, "tc-analyze: %s: the run did not end normally (%s); what follows covers what it recorded\n", paths[0].c_str(),
+      std::fprintf(stderr, "tc-analyze: %s: the run did not end normally (%s); what follows covers what it recorded\n", shown(paths[0]).c_str(),
                    ending(r).c_str());
     }
     if (sub == "suggest") {
       int n = 0;
       for (const auto& f : r.findings) {
         if (f.estimated_saving_s <= 0 && f.severity == Severity::kInfo) continue;
-        std::printf("%d. %s\n   (%s; est. %s)\n", ++n, f.suggestion.c_str(), f.kind.c_str(), secs(f.estimated_saving_s).c_str());
+        std::printf("%d. %s\n   (%s; est. %s)\n", ++n, shown(f.suggestion).c_str(), shown(f.kind).c_str(), secs(f.estimated_saving_s).c_str());
       }
       if (n == 0) std::printf("nothing to change\n");
     } else {
@@ -275,13 +300,13 @@ int main(int argc, char** argv) {
     }
   }
   if (auto why = tc::analysis::crossed(rule, r)) {
-    std::fprintf(stderr, "tc-analyze: %s: %s\n", paths[0].c_str(), why->c_str());
+    std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(paths[0]).c_str(), why->c_str());
     return kThresholdCrossed;
   }
   if (r.summary.steps == 0 && sub == "report") {
     std::fprintf(stderr,
                  "tc-analyze: %s: the run recorded no training steps (tc::mark_step() was never called); profile a program that trains with tc\n",
-                 paths[0].c_str());
+                 shown(paths[0]).c_str());
     return kNoSteps;
   }
   return 0;

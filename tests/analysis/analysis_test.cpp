@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -18,6 +19,7 @@
 #include "tc/analysis/fail_on.h"
 #include "tc/analysis/format.h"
 #include "tc/analysis/report.h"
+#include "tc/store/json_text.h"
 #include "tc/store/writer.h"
 
 namespace ta = tc::analysis;
@@ -36,13 +38,14 @@ class StoreBuilder {
     EXPECT_TRUE(w.ok()) << w.status().message();
     w_ = std::move(*w);
   }
-  void run(int64_t end_ts, bool complete = true, std::optional<int> code = 0, std::optional<int> sig = std::nullopt) {
+  void run(int64_t end_ts, bool complete = true, std::optional<int> code = 0, std::optional<int> sig = std::nullopt,
+           const std::string& command_json = "[\"./train\",\"--batch\",\"32\"]", int64_t dropped = 0) {
     auto r = w_->row(schema::run);
-    r.i64(1).text("0.1.0").text("[\"./train\",\"--batch\",\"32\"]").text("/work").text("host").text("tc-profile").text("monotonic");
+    r.i64(1).text("0.1.0").text(command_json).text("/work").text("host").text("tc-profile").text("monotonic");
     r.i64(0).i64(end_ts).i64(0);
     if (code) r.i64(*code); else r.null();
     if (sig) r.i64(*sig); else r.null();
-    r.i64(complete).i64(0).i64(0).text("none");
+    r.i64(complete).i64(0).i64(dropped).text("none");
     ok(r.insert());
   }
   void location(int64_t id, const std::string& name, const std::string& file, int64_t line) {
@@ -76,6 +79,13 @@ class StoreBuilder {
   }
   void process(int64_t upid, int64_t pid) { ok(w_->row(schema::processes).i64(upid).i64(pid).text("train").i64(0).null().insert()); }
   void thread(int64_t utid, int64_t upid) { ok(w_->row(schema::threads).i64(utid).i64(upid).i64(utid * 10).null().insert()); }
+  void named_thread(int64_t utid, int64_t upid, const std::string& name) {
+    ok(w_->row(schema::threads).i64(utid).i64(upid).i64(utid * 10).text(name).insert());
+  }
+  void range(int64_t utid, int64_t ts, int64_t dur, int64_t loc) {
+    ok(w_->row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(0).i64(loc).i64(0).insert());
+  }
+  void finish_without_analysis() { ok(w_->finalize()); }
   // Finalizes, then (version < kSchemaVersion) turns the store into one of that older schema version.
   ta::Report finish(int version = tc::store::kSchemaVersion) {
     ok(w_->finalize());
@@ -511,6 +521,166 @@ TEST(Analysis, AStoreOfSchemaV1Analyses) {
   std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NO_THROW(tc::test::parse_json(json));
   EXPECT_NE(json.find("execute graph"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- hardening (#12)
+
+const std::string kBad = "\xff\xfe";         // never UTF-8
+const std::string kCut = "\xe2\x82";         // a truncated euro sign
+const std::string kEsc = "\x1b[31m";         // a terminal escape
+const std::string kFffd = "\xef\xbf\xbd";    // U+FFFD
+
+TEST(JsonText, InvalidUtf8BecomesTheReplacementCharacter) {
+  size_t n = 0;
+  EXPECT_EQ(tc::store::valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", &n), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(tc::store::valid_utf8("a" + kBad + "b", &n), "a" + kFffd + kFffd + "b");
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(tc::store::valid_utf8("x" + kCut), "x" + kFffd) << "one U+FFFD for a truncated sequence";
+  EXPECT_EQ(tc::store::valid_utf8("\xc0\xaf"), kFffd + kFffd) << "overlong";
+  EXPECT_EQ(tc::store::valid_utf8("\xed\xa0\x80"), kFffd + kFffd + kFffd) << "a surrogate";
+  EXPECT_EQ(tc::store::valid_utf8("\xf4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd) << "above U+10FFFF";
+  std::string json;
+  EXPECT_EQ(tc::store::append_json_escaped(json, "n" + kBad + kEsc), 2u);
+  EXPECT_EQ(json, "n" + kFffd + kFffd + "\\u001b[31m");
+  EXPECT_NO_THROW(tc::test::parse_json("[\"" + json + "\"]"));
+  EXPECT_THROW(tc::test::parse_json("[\"" + kBad + "\"]"), std::runtime_error) << "the test parser must be strict about UTF-8";
+}
+
+TEST(Format, PrintableEscapesControlCharacters) {
+  EXPECT_EQ(ta::printable("plain train.cpp:12 caf\xc3\xa9"), "plain train.cpp:12 caf\xc3\xa9");
+  EXPECT_EQ(ta::printable(kEsc + "red"), "\\x1b[31mred");
+  EXPECT_EQ(ta::printable("a\nb\tc\rd\x7f"), "a\\nb\\tc\\rd\\x7f");
+  EXPECT_EQ(ta::printable("\xc2\x9b" "2J"), "\\u009b2J") << "C1 CSI";
+  EXPECT_EQ(ta::printable("x" + kBad), "x" + kFffd + kFffd);
+  EXPECT_EQ(ta::format_number(14031700), "14031700");
+  EXPECT_EQ(ta::format_number(0.25), "0.25");
+  EXPECT_EQ(ta::format_number(-3), "-3");
+}
+
+// A store whose names hold invalid UTF-8 and terminal escapes: the JSON report
+// and the Chrome export stay valid JSON (strictly parsed), say how many names
+// were replaced, and the text forms carry no raw control character.
+TEST(Report, InvalidUtf8InNamesGivesValidJsonAndANote) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  const std::string file = "/src/tr" + kBad + "in" + kEsc + ".cpp";
+  b.location(1, "item", file, 12);
+  b.location(2, "range" + kCut, "/src/r.cpp", 1);
+  b.process(1, 4242);
+  b.named_thread(1, 1, "worker" + kBad);
+  int64_t ts = 0;
+  b.compilation(1, 0, ts, 100 * kMs, "first");
+  b.compilation(2, 1, ts += 100 * kMs, 100 * kMs, "shape_change");
+  b.shape_input(2, "ids" + kCut, 1, 8, 16);
+  b.compilation(3, 2, ts += 100 * kMs, 100 * kMs, "shape_change");
+  b.shape_input(3, "ids" + kCut, 1, 16, 24);
+  for (int s = 0; s < 3; ++s) {
+    b.execution(s + 1, s, ts += kMs, kMs);
+    b.explicit_eval(s, ts += kMs, kMs, "item", 1);
+    b.range(1, ts, kMs, 2);
+    b.step(s, ts, 2 * kMs);
+    ts += 2 * kMs;
+  }
+  b.run(ts, true, 0, std::nullopt, "[\"./tr" + kBad + "\",\"" + kEsc + "\"]");
+  ta::Report r = b.finish();
+  EXPECT_GE(r.invalid_utf8_names, 3) << "the file, the input and the command";
+  std::string json = ta::to_json(r);
+  tc::test::JsonValue j;
+  ASSERT_NO_THROW(j = tc::test::parse_json(json)) << json;
+  ASSERT_EQ(j["notes"].type, tc::test::JsonValue::kArray);
+  ASSERT_EQ(j["notes"].a.size(), 1u);
+  EXPECT_NE(j["notes"].a[0].s.find("invalid UTF-8, replaced with U+FFFD"), std::string::npos) << j["notes"].a[0].s;
+  EXPECT_EQ(j["run"]["command"].a[0].s, "./tr" + kFffd + kFffd);
+  EXPECT_EQ(j["run"]["command"].a[1].s, kEsc) << "JSON carries the escape, escaped";
+  bool named_input = false;
+  for (const auto& f : j["findings"].a) {
+    if (f["kind"].s == "recompilation.shape_change") named_input = f["evidence"]["input"].s == "ids" + kFffd;
+  }
+  EXPECT_TRUE(named_input) << json;
+  // Text: no raw control character reaches a terminal.
+  for (const ta::Finding& f : r.findings) {
+    for (const std::string& text : {ta::printable(f.title), ta::printable(f.suggestion)}) {
+      for (char c : text) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << text;
+    }
+  }
+  std::string diff = ta::diff_text(r, "a", r, "b");
+  EXPECT_EQ(diff.find('\x1b'), std::string::npos) << diff;
+  EXPECT_NE(diff.find("\\x1b"), std::string::npos) << diff;
+
+  auto store = tc::store::Reader::open(dir.file("run.tcdb"));
+  ASSERT_TRUE(store.ok());
+  ta::ExportStats stats;
+  tc::Status s = ta::export_chrome(*store, dir.file("trace.json"), &stats);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_GE(stats.invalid_utf8_names, 3) << "the file, the range's name and the thread's name";
+  std::string trace = tc::test::read_file(dir.file("trace.json"));
+  EXPECT_NO_THROW(tc::test::parse_json(trace)) << trace;
+  EXPECT_NE(trace.find("worker" + kFffd + kFffd), std::string::npos);
+}
+
+TEST(Report, JsonHasTheDroppedEventCountAndFailOnPrintsItAsAnInteger) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.step(0, 0, kMs);
+  b.run(10 * kMs, false, 0, std::nullopt, "[\"./train\"]", 14031700);
+  ta::Report r = b.finish();
+  tc::test::JsonValue j = tc::test::parse_json(ta::to_json(r));
+  EXPECT_EQ(j["summary"]["dropped_events"].n, 14031700);
+  EXPECT_TRUE(j["notes"].a.empty());
+  auto why = ta::crossed(*ta::parse_fail_on("dropped_events>0"), r);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "dropped_events is 14031700, which crosses the threshold dropped_events>0");
+  EXPECT_EQ(*ta::crossed(*ta::parse_fail_on("compile_s<0.5"), r), "compile_s is 0, which crosses the threshold compile_s<0.5");
+  tc::test::JsonValue d = tc::test::parse_json(ta::diff_json(r, r));
+  EXPECT_EQ(d["b"]["dropped_events"].n, 14031700);
+}
+
+// export refuses to write over the store it reads, by any name, and leaves
+// nothing behind when it fails.
+TEST(Export, RefusesItsOwnInputAndLeavesNoPartialFile) {
+  TempDir dir;
+  std::string path = dir.file("run.tcdb");
+  StoreBuilder b(path);
+  dynamic_padding_run(b, {16, 32}, 100);
+  b.finish();
+  std::string before = tc::test::read_file(path);
+  std::filesystem::create_symlink(path, dir.file("link.tcdb"));
+  std::filesystem::create_hard_link(path, dir.file("hard.tcdb"));
+  auto r = tc::store::Reader::open(path);
+  ASSERT_TRUE(r.ok());
+  for (const std::string& out : {path, dir.file("link.tcdb"), dir.file("hard.tcdb"), dir.path().string() + "/./run.tcdb"}) {
+    tc::Status s = ta::export_chrome(*r, out);
+    EXPECT_EQ(s.code(), tc::StatusCode::kInvalidArgument) << out << ": " << s.message();
+    EXPECT_NE(s.message().find("the store being read"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(tc::test::read_file(path), before) << "the store was changed";
+  EXPECT_EQ(ta::export_chrome(*r, "").code(), tc::StatusCode::kInvalidArgument);
+
+  std::string out = dir.file("trace.json");
+  { std::ofstream(out) << "old"; }
+  ASSERT_TRUE(ta::export_chrome(*r, out).ok());
+  EXPECT_NO_THROW(tc::test::parse_json(tc::test::read_file(out)));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tc-tmp-"), std::string::npos) << e.path();
+  }
+}
+
+TEST(Export, AStoreWithoutItsRunRowIsDamaged) {
+  TempDir dir;
+  std::string path = dir.file("run.tcdb");
+  StoreBuilder b(path);
+  b.step(0, 0, kMs);  // no run row
+  b.finish_without_analysis();
+  auto r = tc::store::Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string out = dir.file("trace.json");
+  { std::ofstream(out) << "old"; }
+  tc::Status s = ta::export_chrome(*r, out);
+  EXPECT_EQ(s.code(), tc::StatusCode::kCorrupt) << s.message();
+  EXPECT_NE(s.message().find("run row"), std::string::npos) << s.message();
+  EXPECT_EQ(tc::test::read_file(out), "old") << "a failed export replaced the file";
+  EXPECT_EQ(ta::analyze(*r).status().code(), tc::StatusCode::kCorrupt);
 }
 
 }  // namespace

@@ -1,7 +1,12 @@
 // End-to-end: tc-analyze on real stores (tc-test-train under tc-profile) and
 // on every kind of bad input.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +14,8 @@
 
 #include "support/json.h"
 #include "support/process.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
 #include "tc/trace/trace.h"
 
 using tc::test::bin;
@@ -217,6 +224,191 @@ TEST(Analyze, BadInputGetsOneLineAndItsOwnExitStatus) {
       EXPECT_EQ(tc::test::read_file(c.path), before) << c.path << " was changed";
     }
   }
+}
+
+// ---------------------------------------------------------------- hardening (#12)
+
+void sql(const std::string& path, const char* statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, statement, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+TEST(Analyze, ExportRefusesToWriteOverTheStoreItReads) {
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 1);
+  std::string before = tc::test::read_file(store);
+  std::filesystem::create_symlink(store, dir.file("link.tcdb"));
+  std::filesystem::create_hard_link(store, dir.file("hard.tcdb"));
+  const std::vector<std::vector<std::string>> cases = {
+      {"export", store, "-o", store},
+      {"export", store, "-o", dir.path().string() + "/../" + dir.path().filename().string() + "/run.tcdb"},
+      {"export", dir.file("link.tcdb"), "-o", store},
+      {"export", store, "-o", dir.file("link.tcdb")},
+      {"export", store, "--format", "chrome", "-o", dir.file("hard.tcdb")},
+  };
+  for (const auto& args : cases) {
+    Exit e = analyze(args);
+    EXPECT_EQ(e.code, 2) << args.back() << ": " << e.err;
+    EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+    EXPECT_NE(e.err.find("the store being read"), std::string::npos) << e.err;
+  }
+  EXPECT_EQ(tc::test::read_file(store), before) << "the store was destroyed";
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.tcdb")));
+}
+
+// An export that fails (here: past the file size limit) leaves the file it
+// would have replaced as it was, and nothing else behind.
+TEST(Analyze, AFailedExportLeavesNoPartialFile) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): the export is too small to fail";
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 20);
+  std::string out = dir.file("trace.json");
+  { std::ofstream(out) << "old"; }
+  Exit e;
+  {
+    rlimit saved{};
+    getrlimit(RLIMIT_FSIZE, &saved);
+    rlimit lower = saved;
+    lower.rlim_cur = 4096;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lower), 0);
+    e = analyze({"export", store, "-o", out});
+    setrlimit(RLIMIT_FSIZE, &saved);
+  }
+  EXPECT_EQ(e.signal, 0) << "tc-analyze was killed by signal " << e.signal;
+  EXPECT_EQ(e.code, 7) << e.err;
+  EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+  EXPECT_EQ(tc::test::read_file(out), "old");
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(f.path().filename().string().find(".tc-tmp-"), std::string::npos) << f.path();
+  }
+  // A device is written in place, never replaced (a copy of /dev/null of the
+  // test's own, where it may make one: a regression must not break the machine's).
+  std::string null_copy = dir.file("null");
+  if (mknod(null_copy.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) return;
+  if (int fd = open(null_copy.c_str(), O_WRONLY); fd >= 0) {
+    close(fd);
+  } else {
+    return;  // a nodev file system
+  }
+  Exit to_null = analyze({"export", store, "-o", null_copy});
+  EXPECT_EQ(to_null.code, 0) << to_null.err;
+  struct stat st{};
+  ASSERT_EQ(stat(null_copy.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced by a file";
+}
+
+TEST(Analyze, ParseErrorsAreOneLineAndExitTwo) {
+  TempDir dir;
+  std::string store = record_training(dir, "run.tcdb", 1);
+  const std::vector<std::vector<std::string>> bad = {
+      {"export", store, "--format", "perfetto", "-o", dir.file("x.json")},
+      {"export", store},
+      {"export", store, "-o", ""},
+      {store, "--bogus"},
+      {store, "--safety-margin", "abc"},
+      {store, "--safety-margin", "5"},
+      {},
+      {store, dir.file("second.tcdb")},
+      {"diff", store},
+  };
+  for (const auto& args : bad) {
+    Exit e = analyze(args);
+    std::string shown;
+    for (const auto& a : args) shown += a + " ";
+    EXPECT_EQ(e.code, 2) << shown << ": " << e.err;
+    EXPECT_EQ(tc::test::count_lines(e.err), 1) << shown << ": " << e.err;
+    EXPECT_EQ(e.err.rfind("tc-analyze: ", 0), 0u) << e.err;
+    EXPECT_EQ(e.err.find("WAL"), std::string::npos) << e.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.json")));
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"export", "--help"}}) {
+    Exit help = analyze(args);
+    EXPECT_EQ(help.code, 0) << help.err;
+    EXPECT_NE(help.out.find("tc-analyze run.tcdb --json"), std::string::npos) << help.out;
+  }
+}
+
+TEST(Analyze, DamagedStoresAreCodeFive) {
+  TempDir dir;
+  std::string good = record_training(dir, "good.tcdb", 1);
+  std::string no_run = dir.file("no-run.tcdb"), negative = dir.file("negative.tcdb");
+  std::filesystem::copy_file(good, no_run);
+  sql(no_run, "DELETE FROM run");
+  std::filesystem::copy_file(good, negative);
+  sql(negative, "PRAGMA user_version = -1");
+  for (const std::string& path : {no_run, negative}) {
+    for (std::vector<std::string> args : {std::vector<std::string>{path}, {path, "--json"}, {"export", path, "-o", dir.file("x.json")}}) {
+      Exit e = analyze(args);
+      EXPECT_EQ(e.code, 5) << path << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_EQ(e.err.find("no such file"), std::string::npos) << e.err;
+      EXPECT_EQ(e.err.find("4294967295"), std::string::npos) << e.err;
+      EXPECT_TRUE(e.out.empty()) << e.out;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.json")));
+}
+
+// Names with invalid UTF-8 and terminal escapes, in a store written here.
+std::string write_store_with_bad_names(const TempDir& dir) {
+  namespace schema = tc::store::schema;
+  std::string path = dir.file("names.tcdb");
+  auto w = tc::store::Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return path;
+  tc::store::Writer& s = **w;
+  const int64_t ms = 1'000'000;
+  auto ok = [](const tc::Status& st) { EXPECT_TRUE(st.ok()) << st.message(); };
+  auto run = s.row(schema::run);
+  run.i64(1).text("0.1.0").text("[\"./tr\xff\",\"\x1b]0;owned\x07\"]").text("/work").text("host").text("tc-profile").text("monotonic");
+  ok(run.i64(0).i64(10 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").insert());
+  ok(s.row(schema::locations).i64(1).text("item").text("/src/\x1b[2Jtr\xfe\xffin.cpp").text("main").i64(7).insert());
+  ok(s.row(schema::processes).i64(1).i64(4242).text("train").i64(0).null().insert());
+  ok(s.row(schema::threads).i64(1).i64(1).i64(10).text("worker\xc3").insert());
+  for (int step = 0; step < 3; ++step) {
+    ok(s.row(schema::steps).null().i64(1).i64(step * 3 * ms).i64(2 * ms).i64(step).i64(1).insert());
+    ok(s.row(schema::explicit_evaluations).null().i64(1).i64(step * 3 * ms + ms).i64(ms / 2).i64(step).text("item").i64(1).i64(12).i64(0).insert());
+  }
+  ok(s.finalize());
+  return path;
+}
+
+bool has_raw_control(const std::string& text) {
+  for (char c : text) {
+    if (c != '\n' && static_cast<unsigned char>(c) < 0x20) return true;
+  }
+  return false;
+}
+
+TEST(Analyze, NamesWithInvalidUtf8OrEscapesStayValidAndInert) {
+  TempDir dir;
+  std::string store = write_store_with_bad_names(dir);
+  Exit j = analyze({store, "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  tc::test::JsonValue v;
+  ASSERT_NO_THROW(v = tc::test::parse_json(j.out)) << j.out;
+  ASSERT_EQ(v["notes"].a.size(), 1u) << j.out;
+  EXPECT_NE(v["notes"].a[0].s.find("replaced with U+FFFD"), std::string::npos);
+  EXPECT_NE(j.err.find("invalid UTF-8, replaced with U+FFFD"), std::string::npos) << j.err;
+  EXPECT_EQ(tc::test::count_lines(j.err), 1) << j.err;
+
+  for (const char* sub : {"report", "evals", "suggest"}) {
+    Exit t = analyze({sub, store});
+    ASSERT_EQ(t.code, 0) << sub << ": " << t.err;
+    EXPECT_FALSE(has_raw_control(t.out)) << sub << ": a name reached the terminal raw: " << t.out;
+    EXPECT_NE(t.out.find("\\x1b"), std::string::npos) << sub << ": " << t.out;
+    EXPECT_FALSE(has_raw_control(t.err)) << t.err;
+  }
+
+  std::string json = dir.file("trace.json");
+  Exit e = analyze({"export", store, "-o", json});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.err.find("invalid UTF-8, replaced with U+FFFD"), std::string::npos) << e.err;
+  tc::test::JsonValue trace;
+  ASSERT_NO_THROW(trace = tc::test::parse_json(tc::test::read_file(json)));
+  check_trace_event_rules(trace);
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 // End-to-end: tc-profile (and TC_PROFILE=) around tc-test-recorder, then the
 // store is read back and compared with exactly what the program recorded.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -244,6 +248,297 @@ TEST(Profile, RefusesAnUnwritableOutputBeforeTheProgramStarts) {
     EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
     EXPECT_FALSE(std::filesystem::exists(marker)) << out;
   }
+}
+
+// ---------------------------------------------------------------- hardening (#12)
+
+// Files in dir whose names start with prefix (the store's temporary name).
+std::vector<std::string> files_starting(const TempDir& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) found.push_back(e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// Lowers this process's file size limit (inherited by what it starts) for a scope.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit lower = saved_;
+    lower.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_FSIZE, &lower) == 0;
+  }
+  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+// Whether pid has ended (gone, or a zombie nobody reaps).
+bool ended(pid_t pid) {
+  std::string stat = tc::test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && (stat[paren + 2] == 'Z' || stat[paren + 2] == 'X');
+}
+
+// Waits for tc-profile to end, then for its output. A program tc-profile
+// left behind (it died instead of forwarding) would hold the output pipe open
+// forever: it is killed, and *orphaned says so.
+Exit wait_launcher(Child& child, pid_t program, bool* orphaned) {
+  for (int i = 0; i < 600 && !ended(child.pid()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  *orphaned = false;
+  for (int i = 0; i < 40 && !ended(program); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!ended(program)) {
+    *orphaned = true;
+    kill(program, SIGKILL);
+  }
+  return child.wait();
+}
+
+pid_t program_pid(const std::string& recorded_line) {
+  return static_cast<pid_t>(std::stol(recorded_line.substr(recorded_line.find("pid ") + 4)));
+}
+
+// Device nodes of the test's own (a copy of /dev/null and /dev/full where the
+// test may create them): if this ever regresses, it replaces those copies, not
+// the machine's /dev/null.
+TEST(Profile, RefusesDeviceNodesFifosAndDirectoriesEvenWithForce) {
+  TempDir dir;
+  std::string marker = dir.file("started");
+  std::string fifo = dir.file("fifo.tcdb"), link = dir.file("link.tcdb"), subdir = dir.file("dir.tcdb");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  std::filesystem::create_directory(subdir);
+  std::vector<std::string> outputs = {fifo, subdir};
+  std::string null_copy = dir.file("null.tcdb"), full_copy = dir.file("full.tcdb");
+  if (mknod(null_copy.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0 && mknod(full_copy.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0) {
+    outputs.push_back(null_copy);
+    outputs.push_back(full_copy);
+    std::filesystem::create_symlink(null_copy, link);
+  } else {
+    std::filesystem::create_symlink(fifo, link);  // not allowed to make device nodes here: FIFOs stand in
+  }
+  outputs.push_back(link);
+  for (const std::string& out : outputs) {
+    struct stat before{};
+    ASSERT_EQ(stat(out.c_str(), &before), 0) << out;
+    for (bool force : {false, true}) {
+      std::vector<std::string> argv = {bin("tc-profile"), "-o", out, "--", "touch", marker};
+      if (force) argv.insert(argv.begin() + 1, "--force");
+      Exit e = tc::test::run(argv);
+      EXPECT_EQ(e.code, 2) << out << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_NE(e.err.find("regular file"), std::string::npos) << e.err;
+      EXPECT_FALSE(std::filesystem::exists(marker)) << "the program ran although " << out << " was refused";
+      struct stat after{};
+      ASSERT_EQ(stat(out.c_str(), &after), 0) << out << " is gone";
+      EXPECT_EQ(after.st_mode, before.st_mode) << out << " was replaced";
+      EXPECT_EQ(after.st_rdev, before.st_rdev) << out;
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+}
+
+TEST(Profile, RefusesAnEmptyOutputAndTheProgramItself) {
+  TempDir dir;
+  std::string marker = dir.file("started");
+  Exit e = tc::test::run({bin("tc-profile"), "-o", "", "--", "touch", marker});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+  EXPECT_NE(e.err.find("empty"), std::string::npos) << e.err;
+  EXPECT_EQ(e.err.find("WAL"), std::string::npos) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  std::string program = dir.file("prog.sh");
+  { std::ofstream(program) << "#!/bin/sh\ntouch " << marker << "\n"; }
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  std::string before = tc::test::read_file(program);
+  Exit self = tc::test::run({bin("tc-profile"), "--force", "-o", program, "--", program});
+  EXPECT_EQ(self.code, 2) << self.err;
+  EXPECT_EQ(tc::test::count_lines(self.err), 1) << self.err;
+  EXPECT_EQ(tc::test::read_file(program), before) << "the program was overwritten by its own store";
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(Profile, ParseErrorsAreOneLineAndExitTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--rings", "0", "--", "true"},   {"--rings", "99999", "--", "true"}, {"--ring-slots", "abc", "--", "true"},
+      {"--rings", "-3", "--", "true"},  {"--bogus", "--", "true"},         {"-o"},
+      {"--ring-slots", "100", "--", "true"}, {},
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> argv = {bin("tc-profile")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Exit e = tc::test::run(argv);
+    std::string shown;
+    for (const auto& a : args) shown += a + " ";
+    EXPECT_EQ(e.code, 2) << shown << ": " << e.err;
+    EXPECT_EQ(tc::test::count_lines(e.err), 1) << shown << ": " << e.err;
+    EXPECT_EQ(e.err.rfind("tc-profile: ", 0), 0u) << e.err;
+  }
+  Exit help = tc::test::run({bin("tc-profile"), "--help"});
+  EXPECT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("tc-profile -o run.tcdb -- ./train"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--ring-slots"), std::string::npos) << help.out;
+}
+
+// The store is written under a temporary name beside the output and renamed
+// at the end: while the program runs, the output is not there yet.
+TEST(Profile, WritesBesideTheOutputAndRenamesAtTheEnd) {
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Child child(profiled(out, recorder(3000, 1, "wait")));
+  std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("recorded 3000", 0), 0u) << line;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "the output is written in place";
+  std::vector<std::string> temps = files_starting(dir, ".run.tcdb.tc-tmp-");
+  EXPECT_FALSE(temps.empty()) << "no temporary store beside the output";
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  Exit e = child.wait();
+  EXPECT_EQ(e.code, 0) << e.err;
+  expect_exact_events(out, 3000, 1);
+  EXPECT_TRUE(files_starting(dir, ".run.tcdb.tc-tmp-").empty()) << "the temporary store stayed";
+  for (const char* side : {"-wal", "-shm", "-journal", "-reserve"}) EXPECT_FALSE(std::filesystem::exists(out + side)) << side;
+}
+
+// SIGUSR1/SIGUSR2 (a batch scheduler's warning) and the rest reach the
+// program; the launcher stays to write the store.
+class ProfileForwards : public ::testing::TestWithParam<int> {};
+
+TEST_P(ProfileForwards, TheSignalReachesTheProgramAndEveryEventIsStored) {
+  const int sig = GetParam();
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Child child(profiled(out, recorder(3000, 2, "wait")));
+  std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("recorded 3000", 0), 0u) << line;
+  ASSERT_EQ(kill(child.pid(), sig), 0);
+  bool orphaned = false;
+  Exit e = wait_launcher(child, program_pid(line), &orphaned);
+  EXPECT_FALSE(orphaned) << "the program was left running";
+  EXPECT_EQ(e.signal, 0) << "tc-profile itself died of signal " << e.signal;
+  EXPECT_EQ(e.code, 128 + sig) << e.err;  // the program dies of it (default action)
+  expect_exact_events(out, 3000, 2);
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  RunRow run = read_run(*r);
+  EXPECT_TRUE(run.has_signal);
+  EXPECT_EQ(run.exit_signal, sig);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ProfileForwards, ::testing::Values(SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGPWR, SIGIO),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case SIGUSR1: return std::string("USR1");
+                             case SIGUSR2: return std::string("USR2");
+                             case SIGALRM: return std::string("ALRM");
+                             case SIGVTALRM: return std::string("VTALRM");
+                             case SIGPROF: return std::string("PROF");
+                             case SIGPWR: return std::string("PWR");
+                             case SIGIO: return std::string("IO");
+                           }
+                           return std::to_string(info.param);
+                         });
+
+TEST(Profile, ForwardsRealTimeSignals) {
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Child child(profiled(out, recorder(100, 1, "wait")));
+  std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("recorded 100", 0), 0u) << line;
+  ASSERT_EQ(kill(child.pid(), SIGRTMIN + 2), 0);
+  bool orphaned = false;
+  Exit e = wait_launcher(child, program_pid(line), &orphaned);
+  EXPECT_FALSE(orphaned) << "the program was left running";
+  EXPECT_EQ(e.code, 128 + SIGRTMIN + 2) << e.err;
+}
+
+// kill -9 of tc-profile: the program is sent SIGTERM (it is not left running
+// unrecorded), and what was recorded up to a second before is in the
+// temporary store beside the output.
+TEST(Profile, KillingTheLauncherTerminatesTheProgramAndKeepsTheTemporaryStore) {
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Child child(profiled(out, recorder(3000, 1, "wait")));
+  std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("recorded 3000 pid ", 0), 0u) << line;
+  pid_t program = static_cast<pid_t>(std::stol(line.substr(line.find("pid ") + 4)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the launcher's once-a-second commit
+  ASSERT_EQ(kill(child.pid(), SIGKILL), 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ended(program);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!gone) kill(program, SIGKILL);  // do not leave it behind
+  EXPECT_TRUE(gone) << "the program kept running after tc-profile was killed";
+  Exit e = child.wait();
+  EXPECT_EQ(e.signal, SIGKILL);
+  if (gone) EXPECT_NE(e.out.find("stopped by signal"), std::string::npos) << "the program was not sent SIGTERM: " << e.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::vector<std::string> temps;
+  for (const std::string& f : files_starting(dir, ".run.tcdb.tc-tmp-")) {
+    if (f.find("-wal") == std::string::npos && f.find("-shm") == std::string::npos && f.find("-reserve") == std::string::npos) temps.push_back(f);
+  }
+  ASSERT_EQ(temps.size(), 1u) << "the killed launcher's data should be in one temporary store";
+  auto r = tc::store::Reader::open(temps[0]);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto events = r->scalar_i64("SELECT (SELECT count(*) FROM ranges) + (SELECT count(*) FROM instants) + (SELECT count(*) FROM counters)");
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  EXPECT_EQ(*events, kRecords ? 3000 : 0);
+}
+
+// `ulimit -f`: the store's writes fail (EFBIG) instead of SIGXFSZ killing the
+// launcher; one line says so, the exit status is 1 (the program exited 0), and
+// the output holds what fit, marked incomplete.
+TEST(Profile, AFileSizeLimitIsReportedAsAFullStore) {
+  if (!kRecords) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): nothing fills the store";
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Exit e;
+  {
+    FileSizeLimit limit(1000000);
+    ASSERT_TRUE(limit.ok());
+    e = tc::test::run({bin("tc-profile"), "-q", "--rings", "4", "--ring-slots", "4096", "-o", out, "--", bin("tc-test-recorder"), "--events",
+                       "200000", "--threads", "2", "--end", "exit"});
+  }
+  EXPECT_EQ(e.signal, 0) << "tc-profile was killed by signal " << e.signal;
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+  EXPECT_NE(e.err.find("ulimit -f"), std::string::npos) << e.err;
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(read_run(*r).complete);
+  EXPECT_TRUE(files_starting(dir, ".run.tcdb.tc-tmp-").empty());
+}
+
+// A forced run whose recording fails does not replace the good store.
+TEST(Profile, AFailedRecordingKeepsTheStoreItWouldHaveReplaced) {
+  if (!kRecords) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): nothing fills the store";
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  ASSERT_EQ(tc::test::run(profiled(out, recorder(100, 1, "exit"))).code, 0);
+  std::string good = tc::test::read_file(out);
+  Exit e;
+  {
+    FileSizeLimit limit(1000000);
+    ASSERT_TRUE(limit.ok());
+    e = tc::test::run({bin("tc-profile"), "-q", "--force", "--rings", "4", "--ring-slots", "4096", "-o", out, "--", bin("tc-test-recorder"),
+                       "--events", "200000", "--threads", "2", "--end", "exit"});
+  }
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+  EXPECT_NE(e.err.find("was not replaced"), std::string::npos) << e.err;
+  EXPECT_EQ(tc::test::read_file(out), good) << "the good store was replaced by a failed run";
+  std::vector<std::string> temps = files_starting(dir, ".run.tcdb.tc-tmp-");
+  ASSERT_FALSE(temps.empty());
+  EXPECT_NE(e.err.find(temps[0]), std::string::npos) << "the message names where the data is: " << e.err;
 }
 
 }  // namespace

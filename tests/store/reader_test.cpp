@@ -86,6 +86,19 @@ const BadFile kBadFiles[] = {
        patch(p, 60, std::string("\0\0\0\3", 4));  // user_version = 3
      },
      StatusCode::kNewerVersion, "written by tc schema v3; this tc reads up to v2; upgrade tc"},
+    // user_version is signed: -1 is a damaged header, not "schema v4294967295".
+    {"negative_version",
+     [](const std::string& p) {
+       testing::write_sample_store(p);
+       patch(p, 60, std::string("\xff\xff\xff\xff", 4));
+     },
+     StatusCode::kCorrupt, "damaged store (schema version -1"},
+    {"int32_min_version",
+     [](const std::string& p) {
+       testing::write_sample_store(p);
+       patch(p, 60, std::string("\x80\0\0\0", 4));
+     },
+     StatusCode::kCorrupt, "damaged store (schema version -2147483648"},
 };
 
 TEST(store_reader, RefusesBadFilesWithOneLineAndWritesNothing) {

@@ -1,5 +1,6 @@
 // Test support: a strict JSON parser (RFC 8259) into a small DOM, to check
-// what the tools print. Throws std::runtime_error on malformed input.
+// what the tools print. Throws std::runtime_error on malformed input,
+// invalid UTF-8 included.
 #pragma once
 
 #include <cstdlib>
@@ -126,6 +127,21 @@ class JsonParser {
     while (i_ < t_.size() && t_[i_] != '"') {
       unsigned char c = static_cast<unsigned char>(t_[i_++]);
       if (c < 0x20) fail("control character in a string");
+      if (c >= 0x80) {
+        // RFC 8259 section 8.1: JSON text is UTF-8.
+        size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (n == 0 || i_ - 1 + n > t_.size()) fail("invalid UTF-8 in a string");
+        unsigned char c1 = static_cast<unsigned char>(t_[i_]);
+        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (c1 < lo || c1 > hi) fail("invalid UTF-8 in a string");
+        for (size_t k = 1; k < n; ++k) {
+          unsigned char b = static_cast<unsigned char>(t_[i_ - 1 + k]);
+          if (b < 0x80 || b > 0xBF) fail("invalid UTF-8 in a string");
+        }
+        out.append(t_.substr(i_ - 1, n));
+        i_ += n - 1;
+        continue;
+      }
       if (c != '\\') {
         out += static_cast<char>(c);
         continue;

@@ -5,13 +5,14 @@
 
 #include "json.h"
 #include "tc/analysis/fail_on.h"
+#include "tc/analysis/format.h"
 
 namespace tc::analysis {
 
 namespace {
 
 const char* kMetrics[] = {"wall_s", "steps", "compilations", "recompilations", "explicit_evaluations", "compile_s", "execute_s", "compile_share",
-                          "peak_bytes"};
+                          "peak_bytes", "dropped_events"};
 
 struct KindTotals {
   int count = 0;
@@ -45,12 +46,13 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
   char line[512];
   std::snprintf(line, sizeof line, "%-24s %16s %16s  %s\n", "", "A", "B", "change");
   out += line;
-  std::snprintf(line, sizeof line, "%-24s %16s %16s\n", "store", a_name.substr(a_name.size() > 16 ? a_name.size() - 16 : 0).c_str(),
-                b_name.substr(b_name.size() > 16 ? b_name.size() - 16 : 0).c_str());
+  const std::string a_shown = printable(a_name), b_shown = printable(b_name);
+  std::snprintf(line, sizeof line, "%-24s %16s %16s\n", "store", a_shown.substr(a_shown.size() > 16 ? a_shown.size() - 16 : 0).c_str(),
+                b_shown.substr(b_shown.size() > 16 ? b_shown.size() - 16 : 0).c_str());
   out += line;
   for (const char* m : kMetrics) {
     double va = *metric_value(a, m), vb = *metric_value(b, m);
-    std::snprintf(line, sizeof line, "%-24s %16.6g %16.6g  %s\n", m, va, vb, change(va, vb).c_str());
+    std::snprintf(line, sizeof line, "%-24s %16s %16s  %s\n", m, format_number(va).c_str(), format_number(vb).c_str(), change(va, vb).c_str());
     out += line;
   }
   out += "\nfindings\n";
@@ -64,10 +66,10 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
                   tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
     out += line;
     for (const auto& f : a.findings) {
-      if (f.kind == k) out += "    A: " + f.title + "\n";
+      if (f.kind == k) out += "    A: " + printable(f.title) + "\n";
     }
     for (const auto& f : b.findings) {
-      if (f.kind == k) out += "    B: " + f.title + "\n";
+      if (f.kind == k) out += "    B: " + printable(f.title) + "\n";
     }
   }
   if (kinds.empty()) out += "  none in either run\n";

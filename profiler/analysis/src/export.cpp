@@ -1,9 +1,17 @@
 #include "tc/analysis/export.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <utility>
 
 #include "json.h"
+#include "tc/analysis/format.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis {
@@ -11,9 +19,11 @@ namespace tc::analysis {
 namespace {
 
 struct File {
-  std::FILE* f;
+  std::FILE* f = nullptr;
+  std::string temp;  // removed unless committed
   ~File() {
     if (f) std::fclose(f);
+    if (!temp.empty()) ::unlink(temp.c_str());
   }
 };
 
@@ -34,19 +44,68 @@ class Writer {
   bool first_ = true;
 };
 
-std::string text(const store::Query& q, int c) { return q.is_null(c) ? std::string() : std::string(q.text(c)); }
+// Refuses an output that is the store being read, or one of its side files,
+// however it is named (a symlink, a relative path, a hard link).
+Status check_not_input(const std::string& store, const std::string& output) {
+  struct stat out{};
+  if (::stat(output.c_str(), &out) != 0) return Status::Ok();  // does not exist yet
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    struct stat in{};
+    if (::stat((store + suffix).c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      return {StatusCode::kInvalidArgument, output + ": is " + (*suffix ? "a file of " : "") + "the store being read (" + store +
+                                                "); write the export to another file"};
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
-Status export_chrome(const store::Reader& r, const std::string& path) {
-  File out{std::fopen(path.c_str(), "w")};
-  if (!out.f) return {StatusCode::kIoError, path + ": cannot write the export; check the directory exists and is writable"};
-  auto start = r.scalar_i64("SELECT start_ts FROM run WHERE id = 1");
-  if (!start.ok()) return start.status();
-  auto run_end = r.scalar_i64("SELECT coalesce(end_ts, start_ts) FROM run WHERE id = 1");
-  int64_t end_ts = run_end.ok() ? *run_end : *start;
+Status export_chrome(const store::Reader& r, const std::string& path, ExportStats* stats) {
+  if (path.empty()) return {StatusCode::kInvalidArgument, "the export's output path is empty; give a file name, e.g. -o trace.json"};
+  TC_RETURN_IF_ERROR(check_not_input(r.path(), path));
+  // Read the run first: nothing is created for a store that cannot be exported.
+  auto q_run = r.query("SELECT start_ts, coalesce(end_ts, start_ts) FROM run WHERE id = 1");
+  if (!q_run.next() || q_run.is_null(0)) {
+    if (!q_run.status().ok()) return q_run.status();
+    return {StatusCode::kCorrupt, r.path() + ": damaged store: it has no run row, so the timeline has no start; record the run again"};
+  }
+  const int64_t start = q_run.i64(0), end_ts = q_run.i64(1);
+
+  // A regular file (or a new one) is written beside and renamed into place at
+  // the end, so a failed export leaves no partial file and the old one intact.
+  // Anything else that exists (a pipe, /dev/stdout, a terminal) is written in
+  // place: renaming over it would replace the device node itself.
+  File out;
+  struct stat st{};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return {StatusCode::kIoError, path + ": is a directory; give a file path for the export"};
+  if (exists && !S_ISREG(st.st_mode)) {
+    out.f = std::fopen(path.c_str(), "w");
+  } else {
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    for (int attempt = 0; attempt < 100 && !out.f; ++attempt) {
+      std::string temp = dir + "." + base + ".tc-tmp-" + std::to_string(::getpid()) + (attempt ? "-" + std::to_string(attempt) : "");
+      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? (st.st_mode & 07777) : 0666);
+      if (fd < 0) {
+        if (errno == EEXIST) continue;
+        break;
+      }
+      if (exists) (void)::fchmod(fd, st.st_mode & 07777);  // the replaced file's permissions, whatever the umask
+      out.temp = temp;
+      out.f = ::fdopen(fd, "w");
+      if (!out.f) ::close(fd);
+    }
+  }
+  if (!out.f) {
+    return {StatusCode::kIoError, path + ": cannot write the export (" + std::strerror(errno) + "); check the directory exists and is writable"};
+  }
+  StoreText text_of;
+  auto text = [&](const store::Query& q, int c) { return q.is_null(c) ? std::string() : text_of(q.text(c)); };
   std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out.f);
-  Writer w(out.f, *start);
+  Writer w(out.f, start);
   Status status;
   auto each = [&](const std::string& sql, auto&& fn) {
     if (!status.ok()) return;
@@ -142,7 +201,20 @@ Status export_chrome(const store::Reader& r, const std::string& path) {
        });
   std::fputs("\n]}\n", out.f);
   if (!status.ok()) return status;
-  if (std::ferror(out.f) || std::fflush(out.f) != 0) return {StatusCode::kIoError, path + ": writing the export failed (disk full?)"};
+  const bool write_failed = std::ferror(out.f) || std::fflush(out.f) != 0;
+  const int write_errno = errno;
+  const int closed = std::fclose(std::exchange(out.f, nullptr));
+  if (write_failed || closed != 0) {
+    return {StatusCode::kIoError, path + ": writing the export failed (" + std::strerror(write_failed ? write_errno : errno) +
+                                      "); free space or raise the file size limit and run again"};
+  }
+  if (!out.temp.empty()) {
+    if (::rename(out.temp.c_str(), path.c_str()) != 0) {
+      return {StatusCode::kIoError, path + ": cannot put the export in place (" + std::strerror(errno) + "); check the directory is writable"};
+    }
+    out.temp.clear();
+  }
+  if (stats) stats->invalid_utf8_names = text_of.replaced();
   return Status::Ok();
 }
 

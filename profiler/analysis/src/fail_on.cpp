@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tc/analysis/format.h"
+
 namespace tc::analysis {
 
 const std::vector<std::string>& metric_names() {
@@ -98,10 +100,7 @@ std::optional<std::string> crossed(const FailOn& rule, const Report& report) {
     bool hit = (t.op == ">" && v > t.value) || (t.op == ">=" && v >= t.value) || (t.op == "<" && v < t.value) ||
                (t.op == "<=" && v <= t.value) || (t.op == "==" && v == t.value) || (t.op == "!=" && v != t.value);
     if (hit) {
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%s is %.6g, which crosses the threshold %s%s%.6g", t.metric.c_str(), v, t.metric.c_str(), t.op.c_str(),
-                    t.value);
-      return std::string(buf);
+      return t.metric + " is " + format_number(v) + ", which crosses the threshold " + t.metric + t.op + format_number(t.value);
     }
   }
   return std::nullopt;

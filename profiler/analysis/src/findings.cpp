@@ -43,13 +43,13 @@ struct GraphInfo {
 // (process, input, dim): two processes' inputs of one name are two inputs.
 using InputKey = std::tuple<int64_t, std::string, int64_t>;
 
-Status shape_change(const store::Reader& r, Report& report) {
+Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
   // graph_id is unique in the run, so it alone joins executions and inputs to their compilation.
   std::map<int64_t, GraphInfo> graphs;
   std::set<int64_t> compiling;  // processes that compiled
   const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
   for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + " FROM compilations e ORDER BY ts"); q.next();) {
-    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, std::string(q.text(3))};
+    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3))};
     compiling.insert(q.i64(4));
   }
   if (graphs.empty()) return Status::Ok();
@@ -63,7 +63,7 @@ Status shape_change(const store::Reader& r, Report& report) {
   std::map<InputKey, std::map<int64_t, int64_t>> values;
   std::map<InputKey, int64_t> first_old;  // value before the first change
   for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value, " + upid_of + " FROM compilation_inputs e ORDER BY id"); q.next();) {
-    InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : std::string(q.text(1)), q.i64(2)};
+    InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
     values[key][q.i64(0)] = q.i64(4);
     first_old.try_emplace(key, q.i64(3));
   }
@@ -170,15 +170,15 @@ Status shape_change(const store::Reader& r, Report& report) {
 
 // ---------------------------------------------------------------- recompilation.structure_change
 
-Status structure_change(const store::Reader& r, Report& report) {
+Status structure_change(const store::Reader& r, Report& report, StoreText& text) {
   auto q = r.query(
       "SELECT c.loc_id, l.file, l.line, l.function, count(*), sum(c.dur), group_concat(coalesce(c.diff, ''), char(10)), min(c.ts) "
       "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.reason = 'structure_change' GROUP BY c.loc_id ORDER BY sum(c.dur) DESC");
   while (q.next()) {
-    std::string where = q.is_null(1) ? std::string("an unknown call site") : std::string(q.text(1)) + ":" + std::to_string(q.i64(2));
+    std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
     int64_t n = q.i64(4);
     double s = static_cast<double>(q.i64(5)) / 1e9;
-    std::string diffs(q.text(6));
+    std::string diffs = text(q.text(6));
     std::string first_diff = diffs.substr(0, diffs.find('\n'));
     Finding f;
     f.kind = "recompilation.structure_change";
@@ -190,7 +190,7 @@ Status structure_change(const store::Reader& r, Report& report) {
                    "branches or constants baked into the graph.";
     f.estimated_saving_s = s;
     Json j;
-    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : std::string(q.text(3)));
+    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
     j.field("compilations", n).field("compile_s", s).field("first_diff", first_diff).end_object();
     f.evidence_json = j.str();
     f.anchors_ts.push_back(q.i64(7));
@@ -201,7 +201,7 @@ Status structure_change(const store::Reader& r, Report& report) {
 
 // ---------------------------------------------------------------- explicit_evaluation
 
-Status explicit_evaluation(const store::Reader& r, Report& report) {
+Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
   int64_t steps = std::max<int64_t>(report.summary.steps, 1);
   auto mean_step = r.scalar_i64("SELECT coalesce(avg(dur), 0) FROM steps");
   double step_s = mean_step.ok() ? static_cast<double>(*mean_step) / 1e9 : 0;
@@ -209,8 +209,8 @@ Status explicit_evaluation(const store::Reader& r, Report& report) {
       "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step) "
       "FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
   while (q.next()) {
-    std::string where = q.is_null(1) ? std::string("an unknown call site") : std::string(q.text(1)) + ":" + std::to_string(q.i64(2));
-    std::string kinds(q.text(4));
+    std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
+    std::string kinds = text(q.text(4));
     int64_t count = q.i64(5);
     double total_s = static_cast<double>(q.i64(6)) / 1e9;
     int64_t steps_hit = q.i64(8);
@@ -232,7 +232,7 @@ Status explicit_evaluation(const store::Reader& r, Report& report) {
                    " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
     f.estimated_saving_s = total_s;
     Json j;
-    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : std::string(q.text(3)));
+    j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
     j.field("kind", kinds).field("count", count).field("steps", steps_hit).field("graph_cuts", count);
     j.field("total_s", total_s).field("per_step_s", per_step).field("log_every", every).field("log_every_saving_s", log_every_saving);
     j.end_object();
@@ -404,10 +404,10 @@ Status amortization(const store::Reader& r, Report& report) {
 
 }  // namespace
 
-Status add_findings(const store::Reader& store, Report& report, const Options& options) {
-  TC_RETURN_IF_ERROR(shape_change(store, report));
-  TC_RETURN_IF_ERROR(structure_change(store, report));
-  TC_RETURN_IF_ERROR(explicit_evaluation(store, report));
+Status add_findings(const store::Reader& store, Report& report, const Options& options, StoreText& text) {
+  TC_RETURN_IF_ERROR(shape_change(store, report, text));
+  TC_RETURN_IF_ERROR(structure_change(store, report, text));
+  TC_RETURN_IF_ERROR(explicit_evaluation(store, report, text));
   TC_RETURN_IF_ERROR(memory(store, report, options));
   TC_RETURN_IF_ERROR(amortization(store, report));
   return Status::Ok();

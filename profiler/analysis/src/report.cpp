@@ -4,6 +4,7 @@
 
 #include "findings.h"
 #include "json.h"
+#include "tc/analysis/format.h"
 #include "tc/store/json_text.h"
 
 namespace tc::analysis {
@@ -19,7 +20,7 @@ const char* severity_name(Severity s) {
 
 namespace {
 
-Status read_run(const store::Reader& r, RunInfo& run) {
+Status read_run(const store::Reader& r, RunInfo& run, StoreText& text) {
   auto q = r.query(
       "SELECT command, cwd, host, collector, tc_version, complete, exit_code, exit_signal, start_ts, end_ts, event_count, "
       "dropped_count FROM run WHERE id = 1");
@@ -27,11 +28,11 @@ Status read_run(const store::Reader& r, RunInfo& run) {
     if (!q.status().ok()) return q.status();
     return {StatusCode::kCorrupt, r.path() + ": the store has no run row; it was not written by a finished tc-profile start; re-record the run"};
   }
-  run.command = store::parse_json_string_array(q.text(0));
-  run.cwd = std::string(q.text(1));
-  run.host = std::string(q.text(2));
-  run.collector = std::string(q.text(3));
-  run.tc_version = std::string(q.text(4));
+  for (const std::string& arg : store::parse_json_string_array(q.text(0))) run.command.push_back(text(arg));
+  run.cwd = text(q.text(1));
+  run.host = text(q.text(2));
+  run.collector = text(q.text(3));
+  run.tc_version = text(q.text(4));
   run.complete = q.i64(5) != 0;
   if (!q.is_null(6)) run.exit_code = q.i64(6);
   if (!q.is_null(7)) run.exit_signal = q.i64(7);
@@ -79,9 +80,11 @@ Status read_summary(const store::Reader& r, Summary& s) {
 
 StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
   Report report;
-  TC_RETURN_IF_ERROR(read_run(store, report.run));
+  StoreText text;
+  TC_RETURN_IF_ERROR(read_run(store, report.run, text));
   TC_RETURN_IF_ERROR(read_summary(store, report.summary));
-  TC_RETURN_IF_ERROR(add_findings(store, report, options));
+  TC_RETURN_IF_ERROR(add_findings(store, report, options, text));
+  report.invalid_utf8_names = text.replaced();
   std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.estimated_saving_s != b.estimated_saving_s) return a.estimated_saving_s > b.estimated_saving_s;
     return static_cast<int>(a.severity) > static_cast<int>(b.severity);
@@ -114,6 +117,7 @@ std::string to_json(const Report& report) {
   j.field("steps", s.steps).field("compilations", s.compilations).field("recompilations", s.recompilations);
   j.field("explicit_evaluations", s.explicit_evaluations).field("compile_s", s.compile_s).field("execute_s", s.execute_s);
   j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
+  j.field("dropped_events", report.run.dropped_count);
   j.end_object();
   j.key("findings").begin_array();
   for (const Finding& f : report.findings) {
@@ -123,6 +127,9 @@ std::string to_json(const Report& report) {
     j.field("suggestion", f.suggestion).field("estimated_saving_s", f.estimated_saving_s);
     j.end_object();
   }
+  j.end_array();
+  j.key("notes").begin_array();
+  if (report.invalid_utf8_names > 0) j.value(invalid_utf8_note(report.invalid_utf8_names));
   j.end_array();
   j.end_object();
   return j.str();

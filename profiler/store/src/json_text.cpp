@@ -4,8 +4,56 @@
 
 namespace tc::store {
 
-void append_json_escaped(std::string& out, std::string_view s) {
-  for (unsigned char c : s) {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is not one; *bad
+// is then the length of the maximal invalid subpart to replace by one U+FFFD
+// (the Unicode standard's "substitution of maximal subparts").
+size_t utf8_sequence(std::string_view s, size_t i, size_t* bad) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  *bad = 1;
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) n = 3, lo = 0xA0;         // no overlong forms
+  else if (c == 0xED) n = 3, hi = 0x9F;         // no surrogates
+  else if (c >= 0xE1 && c <= 0xEF) n = 3;
+  else if (c == 0xF0) n = 4, lo = 0x90;
+  else if (c == 0xF4) n = 4, hi = 0x8F;         // nothing above U+10FFFF
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else return 0;                                // 0x80-0xC1, 0xF5-0xFF never start one
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size()) return 0;
+    unsigned char b = byte(i + k);
+    if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return 0;
+    *bad = k + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t append_json_escaped(std::string& out, std::string_view s) {
+  size_t replaced = 0;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t bad = 0, n = utf8_sequence(s, i, &bad);
+      if (n == 0) {
+        out += kReplacement;
+        ++replaced;
+        i += bad;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -22,6 +70,24 @@ void append_json_escaped(std::string& out, std::string_view s) {
         }
     }
   }
+  return replaced;
+}
+
+std::string valid_utf8(std::string_view s, size_t* replaced) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t bad = 0, n = utf8_sequence(s, i, &bad);
+    if (n == 0) {
+      out += kReplacement;
+      if (replaced) ++*replaced;
+      i += bad;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 std::string json_string_array(const std::vector<std::string>& items) {

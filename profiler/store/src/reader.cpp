@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -32,6 +33,11 @@ Status not_a_store(const std::string& path, const std::string& why) {
 Status truncated(const std::string& path, const std::string& why) {
   return {StatusCode::kCorrupt, path + ": truncated store (" + why +
                                     "); copy the whole file again or record the run again"};
+}
+
+Status damaged_version(const std::string& path, int64_t version) {
+  return {StatusCode::kCorrupt, path + ": damaged store (schema version " + std::to_string(version) +
+                                    " in its header); record the run again"};
 }
 
 // Checks what the 100-byte SQLite header says before SQLite sees the file.
@@ -73,6 +79,9 @@ Status check_file(const std::string& path, bool has_wal) {
     return not_a_store(path, std::string("an SQLite database with application_id ") + id);
   }
   uint32_t version = be32(h + 60);
+  // user_version is a signed 32-bit integer: a negative one (bit 31 set) is
+  // no version tc ever wrote, not one from the future.
+  if (version > static_cast<uint32_t>(INT32_MAX)) return damaged_version(path, static_cast<int64_t>(static_cast<int32_t>(version)));
   if (version > static_cast<uint32_t>(kSchemaVersion)) {
     return {StatusCode::kNewerVersion, path + ": written by tc schema v" + std::to_string(version) +
                                            "; this tc reads up to v" + std::to_string(kSchemaVersion) +
@@ -205,6 +214,7 @@ StatusOr<Reader> Reader::open(const std::string& path) {
   StatusOr<int64_t> version = app_id.ok() ? reader.scalar_i64("PRAGMA user_version") : app_id.status();
   if (!version.ok()) return version.status();
   if (*app_id != kApplicationId) return not_a_store(p, "an SQLite database of another application");
+  if (*version < 0) return damaged_version(p, *version);
   if (*version < 1) return Status(StatusCode::kCorrupt, p + ": tc store without a schema version; record the run again");
   if (*version > kSchemaVersion) {
     return Status(StatusCode::kNewerVersion, p + ": written by tc schema v" + std::to_string(*version) +

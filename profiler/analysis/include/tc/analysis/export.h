@@ -1,6 +1,7 @@
 // tc/analysis/export.h: the run's timeline in other tools' formats.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "tc/store/reader.h"
@@ -8,11 +9,23 @@
 
 namespace tc::analysis {
 
+struct ExportStats {
+  int64_t invalid_utf8_names = 0;  // distinct names written with U+FFFD for invalid UTF-8
+};
+
 // Writes the Chrome Trace Event format (JSON object with traceEvents), which
 // Perfetto (ui.perfetto.dev) and chrome://tracing open: process and thread
 // names, ranges and the compiler's steps, compilations, executions and
 // explicit evaluations as complete events, instants, counters (memory).
-// Times are microseconds since the run started.
-Status export_chrome(const store::Reader& store, const std::string& path);
+// Times are microseconds since the run started. The output is valid JSON
+// whatever bytes the store's names hold (invalid UTF-8 becomes U+FFFD).
+//
+// A regular file at path is replaced only when the export is complete (it is
+// written beside, as .NAME.tc-tmp-PID, and renamed), so a failure leaves no
+// partial file; a pipe or device (/dev/stdout) is written in place.
+// kInvalidArgument when path is empty or is the store being read (or one of
+// its -wal/-shm/-journal files), by any name; kCorrupt for a store without
+// its run row; kIoError when the file cannot be written.
+Status export_chrome(const store::Reader& store, const std::string& path, ExportStats* stats = nullptr);
 
 }  // namespace tc::analysis

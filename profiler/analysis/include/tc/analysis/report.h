@@ -60,6 +60,9 @@ struct Report {
   RunInfo run;
   Summary summary;
   std::vector<Finding> findings;  // most costly first
+  // Distinct names (and other text) of the store that were not valid UTF-8;
+  // the report holds them with U+FFFD in place of each bad sequence.
+  int64_t invalid_utf8_names = 0;
 };
 
 struct Options {
@@ -69,6 +72,7 @@ struct Options {
 StatusOr<Report> analyze(const store::Reader& store, const Options& options = {});
 
 // The report as one JSON object (docs/analyze-json.md), schema "tc-analyze/1".
+// Always valid JSON and UTF-8, whatever bytes the store's names hold.
 std::string to_json(const Report& report);
 
 }  // namespace tc::analysis
