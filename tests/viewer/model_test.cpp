@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include "tc/viewer/demo_store.h"
@@ -40,6 +41,53 @@ class ModelTest : public ::testing::Test {
   static inline std::string path_;
   static inline int64_t events_ = 0;
 };
+
+// Kernel runs form their own track under the executions, each inside its
+// execution, each pointing at its kernel's description; statistics rank them.
+TEST_F(ModelTest, KernelsNestUnderTheirExecutionsAndRankByTime) {
+  auto tl = load_timeline(path_);
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  const Lane& main = tl->lanes[0];
+  const Track* k = find_track(main, TrackKind::kKernels);
+  const Track* x = find_track(main, TrackKind::kExecutions);
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(k->size(), 3 * x->size()) << "three kernels per execution";
+  for (size_t i = 0; i < k->size(); ++i) {
+    const KernelRun& run = tl->kernel_runs[k->ref[i]];
+    ASSERT_LT(run.kernel, tl->kernels.size());
+    auto e = std::upper_bound(x->ts.begin(), x->ts.end(), k->ts[i]);
+    ASSERT_NE(e, x->ts.begin()) << "a kernel before any execution";
+    size_t j = static_cast<size_t>(e - x->ts.begin()) - 1;
+    EXPECT_LE(k->end[i], x->end[j]) << "kernel " << i << " ends after its execution";
+  }
+  auto by_site = event_statistics(*tl, StatsBy::kSite);
+  ASSERT_EQ(by_site.size(), 3u);
+  EXPECT_EQ(by_site[0].name, "model.cpp:42") << "the product holds six ninths of the time";
+  EXPECT_EQ(by_site[0].count, static_cast<int64_t>(x->size()));
+  int64_t slowest = by_site[0].max;
+  const Track& t = tl->lanes[static_cast<size_t>(by_site[0].slowest_lane)].tracks[static_cast<size_t>(by_site[0].slowest_track)];
+  EXPECT_EQ(t.end[by_site[0].slowest_event] - t.ts[by_site[0].slowest_event], slowest) << "the row points at its slowest run";
+  EXPECT_EQ(event_statistics(*tl, StatsBy::kKernel).size(), 3 * tl->compilations.size());
+  EXPECT_FALSE(event_statistics(*tl, StatsBy::kRange).empty());
+}
+
+// The memory lane spans the run's own bytes; a capacity far above them is a label, not the scale.
+TEST(MemoryScale, FollowsTheRunNotAFarCapacity) {
+  Timeline tl;
+  tl.memory.ts = {0, 1, 2, 3};
+  tl.memory.value = {40e6, 56e6, 41e6, 56e6};
+  tl.memory.max_value = 56e6;
+  tl.capacity_bytes = 23.5e9;
+  MemoryScale m = memory_scale(tl);
+  EXPECT_FALSE(m.capacity_in_range);
+  EXPECT_LT(m.hi, 60e6);
+  EXPECT_GT(m.lo, 30e6) << "the rise and fall of each step fills the lane";
+  tl.capacity_bytes = 80e6;
+  m = memory_scale(tl);
+  EXPECT_TRUE(m.capacity_in_range);
+  EXPECT_GE(m.hi, 80e6);
+}
 
 TEST_F(ModelTest, EveryLaneHasContent) {
   auto tl = load_timeline(path_);

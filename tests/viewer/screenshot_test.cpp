@@ -1,6 +1,8 @@
 // tc-viewer --screenshot under a display (xvfb-run -a when DISPLAY is unset):
 // the PNG has the asked size, is not blank, and shows every lane's colour.
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <stb/stb_image.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +127,25 @@ TEST_F(ScreenshotTest, SelectAndHoverRenderTheTooltip) {
   const palette::Rgb title = palette::kTooltipEvaluation;
   EXPECT_EQ(x.count(title), 0);
   EXPECT_GT(y.count(title), 10);
+}
+
+// The kernel lane draws the runs of a recorded execution, coloured by the
+// source line they came from; the statistics panel renders.
+TEST_F(ScreenshotTest, KernelLaneDrawsTheKernelsOfAnExecution) {
+  const std::string png = dir_ + "/kernels.png";
+  ViewerRun r = run(dir_ + "/run.tcdb --screenshot " + png + " --size 1200x700 --select execution:3 --frames 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Image img = load_png(png);
+  ASSERT_EQ(img.w, 1200);
+  auto site_colour = [](const std::string& site) {
+    return palette::range_colour(static_cast<int64_t>(std::hash<std::string>{}(site) & 0x7fffffff));
+  };
+  EXPECT_GE(img.count(site_colour("model.cpp:42")), 50) << "the product's kernel is missing from the kernel lane";
+  EXPECT_GE(img.count(site_colour("model.cpp:43")), 8);
+  const std::string stats = dir_ + "/stats.png";
+  ViewerRun s = run(dir_ + "/run.tcdb --screenshot " + stats + " --size 1200x700 --panel statistics --frames 1");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_GT(load_png(stats).colours.size(), 20u);
 }
 
 TEST_F(ScreenshotTest, BadStoreShowsItsErrorInsteadOfCrashing) {

@@ -95,6 +95,15 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
                              .i64(1LL << 30).i64(2LL << 30).i64(new_seq * (14LL << 20)).i64(new_seq * (1LL << 20))
                              .i64(new_seq * (1LL << 20)).i64(new_seq * (16LL << 20)).i64(32).i64(capacity).insert());
       seq = new_seq;
+      // Three kernels per graph: the attention product (model.cpp:42) holds most of the time.
+      const char* kinds[] = {"matmul", "elementwise", "reduce"};
+      const char* ops[] = {"matmul", "add,relu", "sum"};
+      const char* sites[] = {"model.cpp:42", "model.cpp:43", "model.cpp:44;train.cpp:88"};
+      for (int k = 0; k < 3; ++k) {
+        TC_RETURN_IF_ERROR(w.row(schema::kernels).null().i64(1).i64(graph).i64(k).text(kinds[k]).text(ops[k])
+                               .text(k == 0 ? "32x128x128x64" : "32x128x128").i64(4 << 20).i64(1 << 20)
+                               .i64(k == 0 ? 2LL * 32 * 128 * 128 * 64 : 32 * 128 * 128).text(sites[k]).insert());
+      }
     }
     int64_t exec_ts = ts + 200'000 + compile_ns;
     int64_t exec_ns = o.step_ns / 4;
@@ -103,6 +112,16 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
     TC_RETURN_IF_ERROR(w.row(schema::executions).null().i64(1).i64(exec_ts).i64(exec_ns).i64(graph).i64(s)
                            .text("mark_step").i64(260).i64(s + 1).insert());
     events += 2;
+    {
+      const int64_t share[] = {6, 2, 1};  // ninths of the execution
+      int64_t at = exec_ts;
+      for (int k = 0; k < 3; ++k) {
+        int64_t d = exec_ns * share[k] / 9;
+        TC_RETURN_IF_ERROR(w.row(schema::kernel_executions).null().i64(1).i64(s + 1).i64(graph).i64(k).i64(at).i64(d).insert());
+        at += d;
+        ++events;
+      }
+    }
     int64_t ev_ts = ts + step_dur + 300'000;
     if (s % 5 == 4) {
       TC_RETURN_IF_ERROR(w.row(schema::explicit_evaluations).null().i64(1).i64(ev_ts).i64(o.step_ns / 10).i64(s)

@@ -1,6 +1,7 @@
 #include "tc/viewer/timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -107,6 +108,85 @@ std::string basename_of(const std::string& path) {
 
 }  // namespace
 
+std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by) {
+  struct Acc {
+    std::vector<int64_t> durs;
+    int lane = -1, track = -1;
+    uint32_t event = 0;
+    int64_t max = -1;
+  };
+  std::map<std::string, Acc> groups;
+  for (size_t l = 0; l < tl.lanes.size(); ++l) {
+    const Lane& lane = tl.lanes[l];
+    for (size_t t = 0; t < lane.tracks.size(); ++t) {
+      const Track& tr = lane.tracks[t];
+      bool kernels = tr.kind == TrackKind::kKernels;
+      if (by == StatsBy::kRange ? tr.kind != TrackKind::kRanges : !kernels) continue;
+      for (uint32_t i = 0; i < tr.size(); ++i) {
+        std::string name;
+        int64_t dur = 0;
+        if (kernels) {
+          const KernelRun& run = tl.kernel_runs[tr.ref[i]];
+          const KernelInfo& k = tl.kernels[run.kernel];
+          dur = run.dur;
+          name = by == StatsBy::kSite ? k.first_site() : k.ops + " (g" + std::to_string(k.graph_id) + " k" + std::to_string(k.kernel) + ")";
+        } else {
+          if (tr.end[i] >= tl.end_ts && tr.ts[i] + 1 < tr.end[i]) continue;  // never ended: no duration
+          const Location* loc = tl.location(tr.ref[i]);
+          name = loc ? loc->name : "?";
+          dur = tr.end[i] - tr.ts[i];
+        }
+        Acc& a = groups[name];
+        a.durs.push_back(dur);
+        if (dur > a.max) a.max = dur, a.lane = static_cast<int>(l), a.track = static_cast<int>(t), a.event = i;
+      }
+    }
+  }
+  std::vector<EventStats> out;
+  for (auto& [name, a] : groups) {
+    EventStats s;
+    s.name = name;
+    std::sort(a.durs.begin(), a.durs.end());
+    s.count = static_cast<int64_t>(a.durs.size());
+    for (int64_t d : a.durs) s.total += d;
+    s.mean = s.total / std::max<int64_t>(1, s.count);
+    auto pct = [&](double q) { return a.durs[std::min(a.durs.size() - 1, static_cast<size_t>(q * static_cast<double>(a.durs.size())))]; };
+    s.p50 = pct(0.50);
+    s.p99 = pct(0.99);
+    s.min = a.durs.front();
+    s.max = a.durs.back();
+    s.slowest_lane = a.lane;
+    s.slowest_track = a.track;
+    s.slowest_event = a.event;
+    s.histogram.assign(24, 0.0f);
+    double lo = std::log(static_cast<double>(std::max<int64_t>(1, s.min))), hi = std::log(static_cast<double>(std::max<int64_t>(1, s.max)));
+    for (int64_t d : a.durs) {
+      double f = hi > lo ? (std::log(static_cast<double>(std::max<int64_t>(1, d))) - lo) / (hi - lo) : 0;
+      s.histogram[std::min<size_t>(23, static_cast<size_t>(f * 24))] += 1;
+    }
+    out.push_back(std::move(s));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const EventStats& a, const EventStats& b) { return a.total > b.total; });
+  return out;
+}
+
+MemoryScale memory_scale(const Timeline& tl) {
+  MemoryScale m;
+  if (tl.memory.size() == 0) {
+    m.hi = std::max(1.0, tl.capacity_bytes);
+    m.capacity_in_range = tl.capacity_bytes > 0;
+    return m;
+  }
+  double lo = *std::min_element(tl.memory.value.begin(), tl.memory.value.end());
+  double hi = tl.memory.max_value;
+  m.capacity_in_range = tl.capacity_bytes > 0 && tl.capacity_bytes <= 2 * hi;
+  if (m.capacity_in_range) hi = std::max(hi, tl.capacity_bytes);
+  double pad = std::max((hi - lo) * 0.08, 1.0);
+  m.lo = std::max(0.0, lo - pad);
+  m.hi = hi + pad;
+  return m;
+}
+
 const char* track_kind_name(TrackKind kind) {
   switch (kind) {
     case TrackKind::kSteps: return "steps";
@@ -115,6 +195,7 @@ const char* track_kind_name(TrackKind kind) {
     case TrackKind::kEvaluations: return "explicit evaluations";
     case TrackKind::kInstants: return "instants";
     case TrackKind::kRanges: return "ranges";
+    case TrackKind::kKernels: return "kernels";
   }
   return "?";
 }
@@ -240,7 +321,7 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   }
   // Per lane, per kind: pending events (ranges are keyed by depth below).
   struct LanePending {
-    Pending steps, compilations, executions, evaluations, instants;
+    Pending steps, compilations, executions, evaluations, instants, kernels;
   };
   std::map<int64_t, LanePending> pending;
 
@@ -323,6 +404,26 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
       pending[e.utid].evaluations.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.evaluations.size()), 0,
                                       false);
       tl.evaluations.push_back(std::move(e));
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  if (reader.has(store::schema::kernels, "sites") && reader.has(store::schema::kernel_executions, "dur")) {
+    std::map<std::pair<int64_t, int64_t>, uint32_t> kernel_of;  // (graph_id, kernel) -> index
+    auto k = reader.query("SELECT graph_id, kernel, kind, ops, sites, flops, bytes_read + bytes_written FROM kernels ORDER BY id");
+    while (k.next()) {
+      KernelInfo info{k.i64(0), k.i64(1), k.i64(5), k.i64(6), std::string(k.text(2)), std::string(k.text(3)), std::string(k.text(4))};
+      if (kernel_of.emplace(std::pair{info.graph_id, info.kernel}, static_cast<uint32_t>(tl.kernels.size())).second)
+        tl.kernels.push_back(std::move(info));
+    }
+    TC_RETURN_IF_ERROR(k.status());
+    auto q = reader.query("SELECT utid, ts, dur, execution_id, graph_id, kernel FROM kernel_executions ORDER BY ts, id");
+    while (q.next()) {
+      auto it = kernel_of.find({q.i64(4), q.i64(5)});
+      if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
+      KernelRun run{q.i64(1), q.i64(2), q.i64(3), it->second};
+      see(run.ts, end_of(run.ts, run.dur));
+      pending[q.i64(0)].kernels.add(run.ts, end_of(run.ts, run.dur), static_cast<uint32_t>(tl.kernel_runs.size()), 0, false);
+      tl.kernel_runs.push_back(run);
     }
     TC_RETURN_IF_ERROR(q.status());
   }
@@ -446,6 +547,7 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
     std::pair<Pending*, TrackKind> kinds[] = {{&p.steps, TrackKind::kSteps},
                                               {&p.compilations, TrackKind::kCompilations},
                                               {&p.executions, TrackKind::kExecutions},
+                                              {&p.kernels, TrackKind::kKernels},
                                               {&p.evaluations, TrackKind::kEvaluations},
                                               {&p.instants, TrackKind::kInstants}};
     for (auto& [pend, kind] : kinds) {

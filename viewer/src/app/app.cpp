@@ -72,6 +72,7 @@ void App::frame() {
             case Panel::kCompilations: draw_compilations_window(doc_); break;
             case Panel::kEvaluations: draw_evaluations_window(doc_); break;
             case Panel::kFindings: draw_findings_window(doc_); break;
+            case Panel::kStatistics: draw_statistics_window(doc_); break;
           }
           ImGui::EndTabItem();
         }
@@ -80,6 +81,7 @@ void App::frame() {
       tab("Explicit evaluations", Panel::kEvaluations);
       std::string findings = "Findings (" + std::to_string(doc_.findings().size()) + ")###findings";
       tab(findings.c_str(), Panel::kFindings);
+      tab("Statistics", Panel::kStatistics);
       ImGui::EndTabBar();
       first_frame_ = false;
     }

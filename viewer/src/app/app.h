@@ -117,7 +117,7 @@ struct Options {
 };
 
 // Which window the bottom panel shows.
-enum class Panel { kCompilations, kEvaluations, kFindings };
+enum class Panel { kCompilations, kEvaluations, kFindings, kStatistics };
 
 class App {
  public:
@@ -147,6 +147,8 @@ void draw_timeline_window(App& app, float height);
 void draw_compilations_window(Document& doc);
 void draw_evaluations_window(Document& doc);
 void draw_findings_window(Document& doc);
+void draw_statistics_window(Document& doc);
+void choose_statistics_row(const Document& doc, int row);
 void draw_file_panel(App& app);
 void draw_event_tooltip(const Document& doc, EventRef e, uint32_t merged_count);
 void draw_memory_tooltip(const Document& doc, int64_t ts);

@@ -36,7 +36,7 @@ void on_drop(GLFWwindow* window, int count, const char** paths) {
 }
 
 // "recompilation:N" (the N-th recompilation, from 1), "compilation:N",
-// "evaluation:N", "execution:N", "step:N".
+// "evaluation:N", "execution:N", "kernel:N" (the N-th timed kernel run), "step:N".
 tc::StatusOr<EventRef> resolve(const Document& doc, const std::string& spec) {
   const Timeline* tl = doc.timeline();
   auto bad = [&](const std::string& why) {
@@ -78,10 +78,14 @@ tc::StatusOr<EventRef> resolve(const Document& doc, const std::string& spec) {
     return pick(TrackKind::kExecutions, tl->executions.size(), [](size_t) { return true; },
                 [&](size_t i) { return tl->executions[i].ts; });
   }
+  if (kind == "kernel") {
+    return pick(TrackKind::kKernels, tl->kernel_runs.size(), [](size_t) { return true; },
+                [&](size_t i) { return tl->kernel_runs[i].ts; });
+  }
   if (kind == "step") {
     return pick(TrackKind::kSteps, tl->steps.size(), [](size_t) { return true; }, [&](size_t i) { return tl->steps[i].ts; });
   }
-  return bad("kind must be recompilation, compilation, evaluation, execution or step");
+  return bad("kind must be recompilation, compilation, evaluation, execution, kernel or step");
 }
 
 struct ScreenshotArgs {
@@ -177,6 +181,7 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
     exit_code = 4;
   }
   doc.wait(true);  // findings in the picture too
+  if (app.panel == Panel::kStatistics) choose_statistics_row(doc, 0);  // the top kernel's histogram
   std::optional<ImVec2> mouse;
   for (const std::string* spec : {&a.select, &a.hover}) {
     if (spec->empty()) continue;
@@ -223,11 +228,12 @@ int main(int argc, char** argv) {
   cli.add_option("--size", size, "screenshot size, WIDTHxHEIGHT")->capture_default_str();
   cli.add_option("--select", shot.select,
                  "select an event and move the view to it: recompilation:N, compilation:N, evaluation:N, "
-                 "execution:N or step:N (N from 1)");
+                 "execution:N, kernel:N (the N-th timed kernel run) or step:N (N from 1)");
   cli.add_option("--hover", shot.hover, "like --select, and put the mouse on it so its tooltip shows (screenshots)");
-  cli.add_option("--panel", panel, "table shown under the timeline: compilations, evaluations or findings")
+  cli.add_option("--panel", panel, "table shown under the timeline: compilations, evaluations, findings or statistics (per kernel, "
+                 "source line or range name, with the slowest kernel's histogram)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"compilations", "evaluations", "findings"}));
+      ->check(CLI::IsMember({"compilations", "evaluations", "findings", "statistics"}));
   cli.add_option("--frames", shot.frames, "frames timed for frame_ms_zoomed_out in screenshot mode")
       ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
@@ -242,7 +248,10 @@ int main(int argc, char** argv) {
   if (!store.empty()) options.paths.push_back(store);
   options.screenshot_mode = headless;
   App app(options);  // starts loading now, while the window is made
-  app.panel = panel == "findings" ? Panel::kFindings : panel == "evaluations" ? Panel::kEvaluations : Panel::kCompilations;
+  app.panel = panel == "findings"      ? Panel::kFindings
+              : panel == "evaluations" ? Panel::kEvaluations
+              : panel == "statistics"  ? Panel::kStatistics
+                                       : Panel::kCompilations;
 
   glfwSetErrorCallback([](int, const char* what) { std::fprintf(stderr, "tc-viewer: GLFW: %s\n", what); });
   if (!glfwInit()) {

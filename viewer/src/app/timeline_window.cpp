@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "app.h"
 #include "tc/viewer/palette.h"
@@ -37,6 +39,11 @@ palette::Rgb item_colour(const Timeline& tl, const Track& t, uint32_t i) {
     case TrackKind::kEvaluations: return palette::kEvaluation;
     case TrackKind::kInstants: return palette::kInstant;
     case TrackKind::kRanges: return palette::range_colour(t.ref[i]);
+    case TrackKind::kKernels: {
+      // Coloured by the user's line it came from: one line, one colour.
+      const std::string site = tl.kernels[tl.kernel_runs[t.ref[i]].kernel].first_site();
+      return palette::range_colour(static_cast<int64_t>(std::hash<std::string>{}(site) & 0x7fffffff));
+    }
   }
   return palette::kCompileOther;
 }
@@ -58,6 +65,7 @@ std::string item_label(const Timeline& tl, const Track& t, uint32_t i) {
       const Location* loc = tl.location(t.ref[i]);
       return loc ? loc->name : "?";
     }
+    case TrackKind::kKernels: return tl.kernels[tl.kernel_runs[t.ref[i]].kernel].ops;
   }
   return {};
 }
@@ -99,18 +107,29 @@ void draw_memory(ImDrawList* dl, const Document& doc, ImVec2 origin, float width
   float top = origin.y + 12;
   begin_opaque(dl);
   dl->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + kMemoryHeight), IM_COL32(30, 33, 40, 255));
-  double max_v = std::max(tl.capacity_bytes, tl.memory.max_value) * 1.05;
-  if (max_v <= 0) max_v = 1;
-  auto y_of = [&](double v) { return bottom - static_cast<float>(v / max_v) * (bottom - top); };
+  MemoryScale scale = memory_scale(tl);
+  auto y_of = [&](double v) {
+    double f = (v - scale.lo) / (scale.hi - scale.lo);
+    return bottom - static_cast<float>(std::clamp(f, 0.0, 1.0)) * (bottom - top);
+  };
   for (const CounterColumn& c : p.memory.columns) {
     dl->AddRectFilled(ImVec2(origin.x + c.x0, y_of(c.hi)), ImVec2(origin.x + c.x1, bottom), col(palette::kMemory));
   }
   end_opaque(dl);
-  if (tl.capacity_bytes > 0) {
+  if (tl.capacity_bytes > 0 && scale.capacity_in_range) {
     float y = y_of(tl.capacity_bytes);
     dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + width, y), col(palette::kCapacity), 2.0f);
     std::string label = "capacity " + format_bytes(tl.capacity_bytes);
     dl->AddText(ImVec2(origin.x + 4, y - 14), col(palette::kCapacity), label.c_str());
+  } else if (tl.capacity_bytes > 0) {
+    // Far above the curve: drawn to scale it would flatten the run to a line.
+    std::string label = "capacity " + format_bytes(tl.capacity_bytes) + " (off scale)";
+    float tw = ImGui::CalcTextSize(label.c_str()).x;
+    dl->AddText(ImVec2(origin.x + width - tw - 6, origin.y + 2), col(palette::kCapacity), label.c_str());
+  }
+  {
+    std::string axis = format_bytes(scale.lo) + " .. " + format_bytes(scale.hi);
+    dl->AddText(ImVec2(origin.x + 4, bottom - 14), col(palette::kMemory, 0.8f), axis.c_str());
   }
   for (const OutOfMemory& o : tl.out_of_memory) {
     if (o.ts < p.window.t0 || o.ts >= p.window.t1) continue;

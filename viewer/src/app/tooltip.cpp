@@ -67,6 +67,23 @@ void draw_event_tooltip(const Document& doc, EventRef e, uint32_t merged_count) 
       ImGui::TextDisabled("It cuts the step's graph; log less often, or after mark_step().");
       break;
     }
+    case TrackKind::kKernels: {
+      const KernelRun& run = tl->kernel_runs[t->ref[i]];
+      const KernelInfo& k = tl->kernels[run.kernel];
+      ImGui::Text("Kernel %lld of graph %lld (%s): %s", static_cast<long long>(k.kernel), static_cast<long long>(k.graph_id),
+                  k.kind.c_str(), k.ops.c_str());
+      double s = static_cast<double>(std::max<int64_t>(run.dur, 1)) / 1e9;
+      ImGui::Text("took %s: %.2f GFLOP/s, %.2f GB/s", format_duration(run.dur).c_str(), static_cast<double>(k.flops) / s / 1e9,
+                  static_cast<double>(k.bytes) / s / 1e9);
+      size_t at = 0;
+      for (int shown = 0; at < k.sites.size() && shown < 4; ++shown) {
+        size_t next = k.sites.find(';', at);
+        std::string site = k.sites.substr(at, next == std::string::npos ? std::string::npos : next - at);
+        ImGui::Text("%s %s", shown ? "   " : "from", site.c_str());
+        at = next == std::string::npos ? k.sites.size() : next + 1;
+      }
+      break;
+    }
     case TrackKind::kInstants:
     case TrackKind::kRanges: {
       const Location* loc = tl->location(t->ref[i]);

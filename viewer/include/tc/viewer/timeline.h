@@ -8,6 +8,7 @@
 //
 // A Lane is one thread (its process named in the lane); its Tracks are the rows
 // drawn for it: steps, compilations, executions, explicit evaluations, instants
+// one track of kernels (nested under the executions: each timed kernel run)
 // and one track per nesting depth of user ranges. Events of one track are sorted
 // by ts; the level-of-detail builder (lod.h) binary-searches them.
 #pragma once
@@ -21,7 +22,7 @@
 
 namespace tc::viewer {
 
-enum class TrackKind : uint8_t { kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges };
+enum class TrackKind : uint8_t { kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels };
 const char* track_kind_name(TrackKind kind);
 
 // Why a graph was compiled (compilations.reason); picks its colour.
@@ -58,6 +59,19 @@ struct Execution {
 struct Evaluation {  // explicit_evaluations
   int64_t id = 0, utid = 0, ts = 0, dur = 0, step = 0, loc_id = 0, nodes = 0, graph_id = 0;
   std::string kind;
+};
+
+// A kernel of a compiled graph (or an op of the eager executor, graph 0).
+struct KernelInfo {
+  int64_t graph_id = 0, kernel = 0, flops = 0, bytes = 0;  // bytes: read + written
+  std::string kind, ops, sites;                            // sites: "file:line;file:line"
+  std::string first_site() const { return sites.substr(0, sites.find(';')); }
+};
+
+// One timed run of a kernel (kernel_executions); kernel indexes Timeline::kernels.
+struct KernelRun {
+  int64_t ts = 0, dur = 0, execution_id = 0;
+  uint32_t kernel = 0;
 };
 
 struct OutOfMemory {
@@ -117,6 +131,8 @@ struct Timeline {
   std::vector<Compilation> compilations;  // sorted by ts
   std::vector<Execution> executions;
   std::vector<Evaluation> evaluations;    // sorted by ts
+  std::vector<KernelInfo> kernels;        // kernels table (empty for a store older than v2)
+  std::vector<KernelRun> kernel_runs;     // kernel_executions; the kernels track's ref indexes it
   CounterSeries memory;                    // memory.live_bytes, all threads together
   double capacity_bytes = 0;               // memory.capacity_bytes, else memory_plans / out_of_memory
   std::vector<OutOfMemory> out_of_memory;
@@ -136,6 +152,32 @@ struct LoadOptions {
   // (possibly millions of) ranges still load.
   bool ranges = true;
 };
+
+// The memory lane's vertical range: the run's own live bytes (from a little
+// below its lowest to a little above its peak), so each step's rise and fall
+// is visible; the capacity is inside the range only when it is near the peak
+// (at most twice it), else it is shown as a label.
+struct MemoryScale {
+  double lo = 0, hi = 1;
+  bool capacity_in_range = false;
+};
+MemoryScale memory_scale(const Timeline& tl);
+
+// Statistics of events grouped by name, in the manner of Tracy's find-zone:
+// per kernel (its fused ops and graph), per source site of kernels, or per
+// range name. `slowest` locates the slowest instance on the timeline (lane,
+// track, index in the track) so a click can select it. Sorted by total time,
+// largest first.
+enum class StatsBy : uint8_t { kKernel, kSite, kRange };
+struct EventStats {
+  std::string name;
+  int64_t count = 0, total = 0, mean = 0, p50 = 0, p99 = 0, min = 0, max = 0;
+  int slowest_lane = -1, slowest_track = -1;
+  uint32_t slowest_event = 0;
+  // Durations in 24 bins spaced evenly in log time from min to max.
+  std::vector<float> histogram;
+};
+std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by);
 
 // Reads everything the timeline shows. Errors are one-line Status messages.
 StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions& options = {});
