@@ -22,6 +22,7 @@
 #include "tc/analysis/export.h"
 #include "tc/analysis/fail_on.h"
 #include "tc/analysis/format.h"
+#include "tc/analysis/kernels.h"
 #include "tc/analysis/report.h"
 #include "tc/store/reader.h"
 
@@ -113,6 +114,8 @@ void print_summary(const std::string& path, const Report& r, const Style& st) {
   } else {
     std::printf("  memory    peak %s\n", bytes(static_cast<double>(s.peak_bytes)).c_str());
   }
+  if (!s.top_site.empty())
+    std::printf("  kernels   %s holds %.0f%% of the execute time (tc-analyze kernels for the table)\n", shown(s.top_site).c_str(), s.top_site_share * 100);
   if (r.run.dropped_count > 0) std::printf("  dropped   %lld events never reached the store\n", static_cast<long long>(r.run.dropped_count));
 }
 
@@ -166,7 +169,7 @@ void print_memory(const tc::store::Reader& reader) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> subcommands = {"report", "recompiles", "evals", "memory", "suggest", "diff", "export"};
+  const std::vector<std::string> subcommands = {"report", "recompiles", "evals", "memory", "suggest", "kernels", "diff", "export"};
   std::string sub = "report";
   std::vector<char*> args(argv, argv + argc);
   if (argc > 1 && std::find(subcommands.begin(), subcommands.end(), argv[1]) != subcommands.end()) {
@@ -179,6 +182,7 @@ int main(int argc, char** argv) {
       "  tc-analyze run.tcdb --json                  the same as one JSON object (docs/analyze-json.md)\n"
       "  tc-analyze run.tcdb --fail-on 'recompilations>2,explicit_evaluations>0'   CI gate: exit 1 when crossed\n"
       "  tc-analyze recompiles|evals|memory|suggest run.tcdb   one part of the report, with its tables\n"
+      "  tc-analyze kernels run.tcdb [--by site]     where the execute time went: per kernel, or per line of your code\n"
       "  tc-analyze diff before.tcdb after.tcdb      two runs side by side, to show that a fix worked\n"
       "  tc-analyze export run.tcdb --format chrome -o trace.json   timeline for Perfetto / chrome://tracing\n",
       "tc-analyze " + sub};
@@ -194,6 +198,15 @@ int main(int argc, char** argv) {
   for (const auto& m : tc::analysis::metric_names()) metrics += (metrics.empty() ? "" : ", ") + m;
   app.add_option("--fail-on", fail_on, "METRIC OP NUMBER[,...]: exit 1 with a one-line reason when crossed. OP: > >= < <= == !=. Metrics: " + metrics);
   app.add_option("--safety-margin", margin, "Share of device memory kept free when suggesting a batch size")->capture_default_str()->check(CLI::Range(0.0, 0.9));
+  std::string by = "kernel";
+  int top = 20;
+  if (sub == "kernels") {
+    app.add_option("--by", by, "kernel: one row per kernel of each graph; site: the time summed per source line (a kernel counts for "
+                               "the line most of its ops came from)")
+        ->check(CLI::IsMember({"kernel", "site"}))
+        ->capture_default_str();
+    app.add_option("--top", top, "Rows printed (text only; --json has them all)")->check(CLI::PositiveNumber)->capture_default_str();
+  }
   if (sub == "export") {
     app.add_option("--format", format, "Export format")->check(CLI::IsMember({"chrome"}))->capture_default_str();
     app.add_option("-o,--output", output, "File to write")->required();
@@ -242,6 +255,43 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(paths[0]).c_str(), tc::analysis::invalid_utf8_note(stats.invalid_utf8_names).c_str());
     }
     std::fprintf(stderr, "tc-analyze: wrote %s (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)\n", shown(output).c_str());
+    return 0;
+  }
+  if (sub == "kernels") {
+    auto reader = tc::store::Reader::open(paths[0]);
+    if (!reader.ok()) return open_error(reader.status());
+    auto table = tc::analysis::kernel_table(*reader, by == "site" ? tc::analysis::KernelsBy::kSite : tc::analysis::KernelsBy::kKernel);
+    if (!table.ok()) return open_error(table.status());
+    if (json) {
+      std::printf("%s\n", tc::analysis::kernels_json(*table).c_str());
+      return 0;
+    }
+    const auto& t = *table;
+    std::printf("%s: execute %s, of it in timed kernels %s (%.0f%%)", shown(paths[0]).c_str(), secs(t.execute_s).c_str(), secs(t.kernel_s).c_str(),
+                t.execute_s > 0 ? 100 * t.kernel_s / t.execute_s : 0.0);
+    if (t.peak_gflops > 0) std::printf("; ceilings %.0f GFLOP/s, %.0f GB/s", t.peak_gflops, t.peak_gbps);
+    std::printf("\n");
+    if (t.rows.empty()) {
+      std::printf("  no kernel timings in this store (recorded by tc before schema v2, or with no compiled or eager execution)\n");
+      return 0;
+    }
+    std::printf("  %-36s %7s %10s %6s %10s %10s %10s %9s %9s  %s\n", by == "site" ? "source line" : "kernel (fused ops)", "calls", "total",
+                "share", "mean", "p50", "p99", "GFLOP/s", "GB/s", by == "site" ? "bound" : "sites");
+    int n = 0;
+    for (const auto& k : t.rows) {
+      if (n++ == top) {
+        std::printf("  ... %zu more rows (--top, or --json for all)\n", t.rows.size() - static_cast<size_t>(top));
+        break;
+      }
+      std::string name = shown(k.name);
+      if (name.size() > 36) name = name.substr(0, 33) + "...";
+      std::string rest;
+      if (by == "site") rest = k.bound.empty() ? "-" : k.bound + " " + fmt("%.0f%%", k.of_ceiling * 100);
+      else
+        for (const auto& s : k.sites) rest += (rest.empty() ? "" : ", ") + shown(s);
+      std::printf("  %-36s %7lld %10s %5.1f%% %10s %10s %10s %9.2f %9.2f  %s\n", name.c_str(), static_cast<long long>(k.calls), secs(k.total_s).c_str(),
+                  k.share * 100, secs(k.mean_s).c_str(), secs(k.p50_s).c_str(), secs(k.p99_s).c_str(), k.gflops, k.gbps, rest.c_str());
+    }
     return 0;
   }
   if (sub == "diff") {

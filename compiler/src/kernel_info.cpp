@@ -62,16 +62,20 @@ std::vector<KernelInfo> describe_kernels(const CGraph& g, const Program& p) {
     KernelInfo info;
     info.kind = kind_name(k.kind);
     std::vector<int> nodes = fused_nodes(g, k);
-    std::map<std::string, int> site_count, own_count;
+    std::map<std::string, int> site_count, own_count, view_count;
     for (int i : nodes) {
       const CNode& n = g.nodes[static_cast<std::size_t>(i)];
-      if (n.op == Op::Fill || is_movement(n.op)) continue;  // constants and views: no work of their own
-      info.ops += (info.ops.empty() ? "" : ",") + std::string(op_name(n.op));
       std::string site = std::string(n.where.file_name()) + ":" + std::to_string(n.where.line());
+      if (n.op == Op::Fill || is_movement(n.op)) {  // constants and views: no work of their own
+        if (!in_tc_sources(n.where.file_name())) ++view_count[site];
+        continue;
+      }
+      info.ops += (info.ops.empty() ? "" : ",") + std::string(op_name(n.op));
       ++(in_tc_sources(n.where.file_name()) ? own_count : site_count)[site];
     }
     if (info.ops.empty()) info.ops = op_name(g.nodes[static_cast<std::size_t>(k.root)].op);
-    if (site_count.empty()) site_count = own_count;
+    // A kernel that only moves data (a copy for a permute) is the view's line.
+    if (site_count.empty()) site_count = view_count.empty() ? own_count : view_count;
     std::vector<std::pair<std::string, int>> sites(site_count.begin(), site_count.end());
     std::stable_sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     for (const auto& [s, n] : sites) info.sites += (info.sites.empty() ? "" : ";") + s;

@@ -18,6 +18,7 @@
 #include "tc/analysis/export.h"
 #include "tc/analysis/fail_on.h"
 #include "tc/analysis/format.h"
+#include "tc/analysis/kernels.h"
 #include "tc/analysis/report.h"
 #include "tc/store/json_text.h"
 #include "tc/store/writer.h"
@@ -85,6 +86,14 @@ class StoreBuilder {
   void range(int64_t utid, int64_t ts, int64_t dur, int64_t loc) {
     ok(w_->row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(0).i64(loc).i64(0).insert());
   }
+  void kernel(int64_t graph, int64_t k, const std::string& kind, const std::string& ops, int64_t bytes, int64_t flops, const std::string& sites) {
+    ok(w_->row(schema::kernels).null().i64(1).i64(graph).i64(k).text(kind).text(ops).text("8x8").i64(bytes / 2).i64(bytes - bytes / 2)
+           .i64(flops).text(sites).insert());
+  }
+  void kernel_run(int64_t execution, int64_t graph, int64_t k, int64_t ts, int64_t dur) {
+    ok(w_->row(schema::kernel_executions).null().i64(1).i64(execution).i64(graph).i64(k).i64(ts).i64(dur).insert());
+  }
+  void ceilings(double gflops, double gbps) { ok(w_->row(schema::ceilings).null().i64(1).text("cpu").f64(gflops).f64(gbps).text("measured").insert()); }
   void finish_without_analysis() { ok(w_->finalize()); }
   // Finalizes, then (version < kSchemaVersion) turns the store into one of that older schema version.
   ta::Report finish(int version = tc::store::kSchemaVersion) {
@@ -681,6 +690,86 @@ TEST(Export, AStoreWithoutItsRunRowIsDamaged) {
   EXPECT_NE(s.message().find("run row"), std::string::npos) << s.message();
   EXPECT_EQ(tc::test::read_file(out), "old") << "a failed export replaced the file";
   EXPECT_EQ(ta::analyze(*r).status().code(), tc::StatusCode::kCorrupt);
+}
+
+// A kernel of known FLOPs and bytes over known time: its GFLOP/s and GB/s,
+// its share of execute time, compute- or memory-bound against the ceilings,
+// and the per-line view and hotspot finding that follow.
+StoreBuilder& kernel_run_store(StoreBuilder& b) {
+  b.run(10'000'000'000);
+  b.step(0, 0, 5'000'000'000);
+  b.execution(1, 0, 0, 4'000'000'000);  // execution 1: 4 s
+  // 2e9 FLOPs per call over 1 MB: compute-bound (ridge 100 GFLOP/s / 10 GB/s = 10 FLOP/byte).
+  b.kernel(1, 0, "matmul", "matmul", 1'000'000, 2'000'000'000, "/src/train.cpp:88;/src/train.cpp:90");
+  b.kernel(1, 1, "elementwise", "add,relu", 400'000'000, 100'000'000, "/src/train.cpp:91");
+  b.kernel_run(1, 1, 0, 0, 1'000'000'000);              // 1 s
+  b.kernel_run(1, 1, 0, 1'000'000'000, 1'000'000'000);  // 1 s
+  b.kernel_run(1, 1, 1, 2'000'000'000, 1'000'000'000);  // 1 s
+  b.ceilings(100, 10);
+  return b;
+}
+
+TEST(Kernels, RatesComeFromTheKernelIrCountsAndTheirTime) {
+  TempDir dir;
+  StoreBuilder b(dir.file("k.tcdb"));
+  kernel_run_store(b).finish_without_analysis();
+  auto r = tc::store::Reader::open(dir.file("k.tcdb"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto t = ta::kernel_table(*r);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_DOUBLE_EQ(t->execute_s, 4.0);
+  EXPECT_DOUBLE_EQ(t->kernel_s, 3.0);
+  ASSERT_EQ(t->rows.size(), 2u);
+  const ta::KernelRow& mm = t->rows[0];
+  EXPECT_EQ(mm.calls, 2);
+  EXPECT_DOUBLE_EQ(mm.total_s, 2.0);
+  EXPECT_DOUBLE_EQ(mm.share, 0.5);
+  EXPECT_DOUBLE_EQ(mm.gflops, 2.0) << "2e9 FLOPs a call, two calls in 2 s";
+  EXPECT_DOUBLE_EQ(mm.gbps, 0.001);
+  EXPECT_EQ(mm.bound, "compute");
+  EXPECT_DOUBLE_EQ(mm.of_ceiling, 0.02);
+  EXPECT_EQ(mm.sites, (std::vector<std::string>{"train.cpp:88", "train.cpp:90"}));
+  const ta::KernelRow& ew = t->rows[1];
+  EXPECT_EQ(ew.bound, "memory");
+  EXPECT_DOUBLE_EQ(ew.gbps, 0.4);
+  auto j = tc::test::parse_json(ta::kernels_json(*t));
+  EXPECT_EQ(j["schema"].s, "tc-analyze-kernels/1");
+  EXPECT_DOUBLE_EQ(j["kernels"].a.at(0)["gflops"].n, 2.0);
+  EXPECT_EQ(j["kernels"].a.at(0)["graph_id"].n, 1);
+  EXPECT_EQ(j["kernels"].a.at(0)["sites"].a.at(0).s, "train.cpp:88");
+  auto by_site = ta::kernel_table(*r, ta::KernelsBy::kSite);
+  ASSERT_TRUE(by_site.ok());
+  ASSERT_EQ(by_site->rows.size(), 2u);
+  EXPECT_EQ(by_site->rows[0].name, "train.cpp:88") << "a kernel counts for its first line";
+}
+
+TEST(Kernels, HotspotNamesTheLineItsShareAndItsBound) {
+  TempDir dir;
+  StoreBuilder b(dir.file("h.tcdb"));
+  ta::Report r = kernel_run_store(b).finish();
+  const ta::Finding* f = find(r, "kernel.hotspot");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("train.cpp:88 holds 50% of the execute time"), std::string::npos) << f->title;
+  EXPECT_NE(f->suggestion.find("compute-bound"), std::string::npos) << f->suggestion;
+  EXPECT_NE(f->suggestion.find("2% of this machine's measured 100 GFLOP/s"), std::string::npos) << f->suggestion;
+  EXPECT_EQ(f->severity, ta::Severity::kWarning) << "under 10% of its ceiling";
+  EXPECT_EQ(r.summary.top_site, "train.cpp:88");
+  auto j = tc::test::parse_json(ta::to_json(r));
+  EXPECT_EQ(j["summary"]["top_site"].s, "train.cpp:88");
+  // The same run, faster: diff says which kernel got faster.
+  StoreBuilder c(dir.file("h2.tcdb"));
+  c.run(10'000'000'000);
+  c.step(0, 0, 5'000'000'000);
+  c.execution(1, 0, 0, 2'000'000'000);
+  c.kernel(1, 0, "matmul", "matmul", 1'000'000, 2'000'000'000, "/src/train.cpp:88");
+  c.kernel_run(1, 1, 0, 0, 500'000'000);
+  ta::Report faster = c.finish();
+  std::string text = ta::diff_text(r, "a", faster, "b");
+  EXPECT_NE(text.find("matmul @ train.cpp:88"), std::string::npos) << text;
+  EXPECT_NE(text.find("faster"), std::string::npos) << text;
+  auto d = tc::test::parse_json(ta::diff_json(r, faster));
+  EXPECT_EQ(d["kernels"].a.at(0)["name"].s, "matmul @ train.cpp:88");
+  EXPECT_EQ(d["kernels"].a.at(0)["change"].s, "faster");
 }
 
 }  // namespace

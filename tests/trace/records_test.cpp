@@ -59,6 +59,8 @@ class Records : public ::testing::Test {
     auto r = tr::Region::create_private(2, 1024, &err);
     EXPECT_TRUE(r) << err;
     tr::Region* raw = r.release();
+    static auto* kept = new std::vector<tr::Region*>;  // never destroyed: the regions stay reachable for LeakSanitizer
+    kept->push_back(raw);
     tr::detail::activate(raw);
     return *raw;
   }

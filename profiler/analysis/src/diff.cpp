@@ -1,5 +1,7 @@
 #include "tc/analysis/diff.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -39,6 +41,25 @@ std::string change(double a, double b) {
   return buf;
 }
 
+// Kernels in either run, matched by what they compute and where from; the
+// ones whose total changed most first.
+struct KernelChange {
+  std::string name;
+  double a_s = 0, b_s = 0;
+  int64_t a_calls = 0, b_calls = 0;
+};
+std::vector<KernelChange> kernel_changes(const Report& a, const Report& b) {
+  std::map<std::string, KernelChange> m;
+  for (const auto& k : a.kernels) m[k.name].name = k.name, m[k.name].a_s = k.total_s, m[k.name].a_calls = k.calls;
+  for (const auto& k : b.kernels) m[k.name].name = k.name, m[k.name].b_s = k.total_s, m[k.name].b_calls = k.calls;
+  std::vector<KernelChange> out;
+  for (auto& [n, c] : m) out.push_back(c);
+  std::stable_sort(out.begin(), out.end(), [](const KernelChange& x, const KernelChange& y) {
+    return std::fabs(x.b_s - x.a_s) > std::fabs(y.b_s - y.a_s);
+  });
+  return out;
+}
+
 }  // namespace
 
 std::string diff_text(const Report& a, const std::string& a_name, const Report& b, const std::string& b_name) {
@@ -73,6 +94,24 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
     }
   }
   if (kinds.empty()) out += "  none in either run\n";
+  auto kc = kernel_changes(a, b);
+  if (!kc.empty()) {
+    out += "\nkernels (total time; largest changes first)\n";
+    int shown = 0;
+    for (const auto& c : kc) {
+      if (shown++ == 10) {
+        std::snprintf(line, sizeof line, "  ... %zu more (tc-analyze kernels on each store)\n", kc.size() - 10);
+        out += line;
+        break;
+      }
+      const char* verdict = c.a_calls == 0 ? "new" : c.b_calls == 0 ? "gone" : c.b_s < c.a_s ? "faster" : c.b_s > c.a_s ? "slower" : "same";
+      std::string name = printable(c.name);
+      if (name.size() > 48) name = name.substr(0, 45) + "...";
+      std::snprintf(line, sizeof line, "  %-48s %12s %12s  %-7s %s\n", name.c_str(), format_seconds(c.a_s).c_str(), format_seconds(c.b_s).c_str(),
+                    verdict, change(c.a_s, c.b_s).c_str());
+      out += line;
+    }
+  }
   return out;
 }
 
@@ -92,6 +131,13 @@ std::string diff_json(const Report& a, const Report& b) {
   for (auto& [k, unused] : kinds) {
     j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
     j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
+  }
+  j.end_array();
+  j.key("kernels").begin_array();
+  for (const auto& c : kernel_changes(a, b)) {
+    const char* verdict = c.a_calls == 0 ? "new" : c.b_calls == 0 ? "gone" : c.b_s < c.a_s ? "faster" : c.b_s > c.a_s ? "slower" : "same";
+    j.begin_object().field("name", c.name).field("a_total_s", c.a_s).field("b_total_s", c.b_s).field("a_calls", c.a_calls);
+    j.field("b_calls", c.b_calls).field("change", verdict).end_object();
   }
   j.end_array().end_object();
   return j.str();

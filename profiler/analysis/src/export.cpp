@@ -191,6 +191,17 @@ Status export_chrome(const store::Reader& r, const std::string& path, ExportStat
          a.end_object();
          complete("execute graph " + std::to_string(q.i64(4)), "execute", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
        });
+  // Kernel runs nest inside their execution on the same thread (schema v2).
+  if (r.has(store::schema::kernel_executions, "dur") && r.has(store::schema::kernels, "sites")) {
+    each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.graph_id, e.kernel, k.ops, k.kind, k.sites, k.flops, k.bytes_read + k.bytes_written, "
+         "e.execution_id FROM kernel_executions e JOIN kernels k ON k.graph_id = e.graph_id AND k.kernel = e.kernel",
+         [&](const store::Query& q) {
+           Json a;
+           a.begin_object().field("graph_id", q.i64(4)).field("kernel", q.i64(5)).field("kind", text(q, 7)).field("sites", text(q, 8));
+           a.field("flops", q.i64(9)).field("bytes", q.i64(10)).field("execution_id", q.i64(11)).end_object();
+           complete(text(q, 6), "kernel", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+         });
+  }
   each("SELECT " + upid_of + ", e.utid, e.ts, e.dur, e.kind, l.file, l.line, e.nodes FROM explicit_evaluations e "
        "LEFT JOIN locations l ON l.id = e.loc_id",
        [&](const store::Query& q) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "json.h"
+#include "tc/analysis/kernels.h"
 #include "tc/analysis/format.h"
 #include "shape_plan.h"
 
@@ -402,6 +403,72 @@ Status amortization(const store::Reader& r, Report& report) {
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------- kernel.hotspot
+
+Status kernel_hotspot(const store::Reader& r, Report& report) {
+  auto sites = kernel_table(r, KernelsBy::kSite);
+  if (!sites.ok()) return sites.status();
+  if (sites->rows.empty() || sites->kernel_s <= 0) return Status::Ok();
+  auto kernels = kernel_table(r, KernelsBy::kKernel);
+  if (!kernels.ok()) return kernels.status();
+  // The lines that hold most of the kernel time: the top one, and the next
+  // ones (at most three in all) until they hold half of it.
+  std::vector<const KernelRow*> lines;
+  double held = 0;
+  for (const KernelRow& row : sites->rows) {
+    if (lines.size() == 3 || (held >= sites->kernel_s / 2 && !lines.empty())) break;
+    lines.push_back(&row);
+    held += row.total_s;
+  }
+  const KernelRow& top = *lines.front();
+  const KernelRow* heaviest = nullptr;
+  for (const KernelRow& k : kernels->rows)
+    if (!k.sites.empty() && k.sites.front() == top.name) { heaviest = &k; break; }
+  report.summary.top_site = top.name;
+  report.summary.top_site_share = top.share;
+  Finding f;
+  f.kind = "kernel.hotspot";
+  f.severity = Severity::kInfo;
+  std::string names;
+  for (size_t i = 0; i < lines.size(); ++i) names += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i]->name;
+  double share = 0;
+  for (const KernelRow* l : lines) share += l->share;
+  f.title = names + (lines.size() > 1 ? " hold " : " holds ") + fmt("%.0f", share * 100) + "% of the execute time (" +
+            format_seconds(held) + " of " + format_seconds(sites->execute_s) + ")";
+  if (heaviest && !heaviest->bound.empty()) {
+    bool compute = heaviest->bound == "compute";
+    double peak = compute ? sites->peak_gflops : sites->peak_gbps;
+    f.suggestion = "Its heaviest kernel (" + heaviest->name + ", " + std::to_string(heaviest->calls) + " calls, " + format_seconds(heaviest->total_s) +
+                   ") is " + heaviest->bound + "-bound and reaches " + fmt("%.1f", compute ? heaviest->gflops : heaviest->gbps) +
+                   (compute ? " GFLOP/s" : " GB/s") + ", " + fmt("%.0f", heaviest->of_ceiling * 100) + "% of this machine's measured " +
+                   fmt("%.0f", peak) + (compute ? " GFLOP/s" : " GB/s") + ".";
+    if (heaviest->of_ceiling < 0.10) {
+      f.severity = Severity::kWarning;
+      f.suggestion += " That is under 10% of its ceiling: at the ceiling it would take " + format_seconds(heaviest->total_s * heaviest->of_ceiling) +
+                      " instead of " + format_seconds(heaviest->total_s) + ", so this line is where the step can get faster.";
+    } else {
+      f.suggestion += " Speeding this line up is what shortens the step; there is no waste to remove in the run's numbers.";
+    }
+  } else {
+    f.suggestion = "No ceilings were recorded for this run, so whether its kernels are compute- or memory-bound is unknown.";
+  }
+  Json j;
+  j.begin_object().field("execute_s", sites->execute_s).field("kernel_s", sites->kernel_s);
+  j.key("ceilings").begin_object().field("gflops", sites->peak_gflops).field("gbps", sites->peak_gbps).end_object();
+  j.key("sites").begin_array();
+  for (const KernelRow* l : lines)
+    j.begin_object().field("site", l->name).field("share", l->share).field("total_s", l->total_s).field("calls", l->calls).end_object();
+  j.end_array();
+  if (heaviest) {
+    j.key("kernel").begin_object().field("name", heaviest->name).field("kind", heaviest->kind).field("bound", heaviest->bound);
+    j.field("gflops", heaviest->gflops).field("gbps", heaviest->gbps).field("of_ceiling", heaviest->of_ceiling).end_object();
+  }
+  j.end_object();
+  f.evidence_json = j.str();
+  report.findings.push_back(std::move(f));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status add_findings(const store::Reader& store, Report& report, const Options& options, StoreText& text) {
@@ -410,6 +477,7 @@ Status add_findings(const store::Reader& store, Report& report, const Options& o
   TC_RETURN_IF_ERROR(explicit_evaluation(store, report, text));
   TC_RETURN_IF_ERROR(memory(store, report, options));
   TC_RETURN_IF_ERROR(amortization(store, report));
+  TC_RETURN_IF_ERROR(kernel_hotspot(store, report));
   return Status::Ok();
 }
 

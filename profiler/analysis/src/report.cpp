@@ -1,5 +1,9 @@
 #include "tc/analysis/report.h"
 
+#include <map>
+
+#include "tc/analysis/kernels.h"
+
 #include <algorithm>
 
 #include "findings.h"
@@ -84,6 +88,20 @@ StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
   TC_RETURN_IF_ERROR(read_run(store, report.run, text));
   TC_RETURN_IF_ERROR(read_summary(store, report.summary));
   TC_RETURN_IF_ERROR(add_findings(store, report, options, text));
+  {
+    auto table = kernel_table(store, KernelsBy::kKernel);
+    if (!table.ok()) return table.status();
+    std::map<std::string, KernelTotal> by;
+    for (const KernelRow& k : table->rows) {
+      std::string name = k.name.substr(0, k.name.rfind(" (g")) + " @ " + (k.sites.empty() ? std::string("?") : k.sites.front());
+      KernelTotal& t = by[name];
+      t.name = name;
+      t.calls += k.calls;
+      t.total_s += k.total_s;
+    }
+    for (auto& [name, t] : by) report.kernels.push_back(t);
+    std::stable_sort(report.kernels.begin(), report.kernels.end(), [](const KernelTotal& a, const KernelTotal& b) { return a.total_s > b.total_s; });
+  }
   report.invalid_utf8_names = text.replaced();
   std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.estimated_saving_s != b.estimated_saving_s) return a.estimated_saving_s > b.estimated_saving_s;
@@ -118,6 +136,7 @@ std::string to_json(const Report& report) {
   j.field("explicit_evaluations", s.explicit_evaluations).field("compile_s", s.compile_s).field("execute_s", s.execute_s);
   j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
   j.field("dropped_events", report.run.dropped_count);
+  j.field("top_site", s.top_site).field("top_site_share", s.top_site_share);
   j.end_object();
   j.key("findings").begin_array();
   for (const Finding& f : report.findings) {

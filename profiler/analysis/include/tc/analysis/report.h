@@ -25,7 +25,8 @@ const char* severity_name(Severity s);  // "info", "warning", "error"
 // One finding: a problem in the run, its evidence, the fix and its saving.
 struct Finding {
   std::string kind;  // exact strings: recompilation.shape_change, recompilation.structure_change,
-                     // explicit_evaluation, memory.headroom, memory.oom, compile.amortization
+                     // explicit_evaluation, memory.headroom, memory.oom, compile.amortization,
+                     // kernel.hotspot
   Severity severity = Severity::kInfo;
   std::string title;       // one line: what happened and what it cost
   std::string suggestion;  // the concrete change, with numbers
@@ -54,11 +55,24 @@ struct Summary {
   double compile_s = 0, execute_s = 0;
   int64_t peak_bytes = 0;            // highest memory.live_bytes sample, or planned peak
   int64_t capacity_bytes = 0;        // device capacity (0 if unknown)
+  // The user's source line whose kernels took most of the execute time
+  // ("train.cpp:88"; empty without kernel timings) and its share.
+  std::string top_site;
+  double top_site_share = 0;
+};
+
+// Kernel time by what the kernel computes and where it came from
+// ("matmul @ train.cpp:88"): graph numbers differ between runs, this does not.
+struct KernelTotal {
+  std::string name;
+  int64_t calls = 0;
+  double total_s = 0;
 };
 
 struct Report {
   RunInfo run;
   Summary summary;
+  std::vector<KernelTotal> kernels;  // largest first; empty without kernel timings
   std::vector<Finding> findings;  // most costly first
   // Distinct names (and other text) of the store that were not valid UTF-8;
   // the report holds them with U+FFFD in place of each bad sequence.

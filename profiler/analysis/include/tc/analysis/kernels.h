@@ -1,0 +1,56 @@
+// tc/analysis/kernels.h: where a run's execute time went, kernel by kernel.
+//
+//   auto store = tc::store::Reader::open("run.tcdb");
+//   auto table = tc::analysis::kernel_table(*store, tc::analysis::KernelsBy::kKernel);
+//   for (const auto& k : table->rows) std::cout << k.name << " " << k.share << "\n";
+//   std::cout << tc::analysis::kernels_json(*table);   // schema "tc-analyze-kernels/1"
+//
+// Reads the kernels and kernel_executions tables (schema v2; an older store
+// gives an empty table) and the machine's ceilings, if recorded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tc/store/reader.h"
+#include "tc/store/status.h"
+
+namespace tc::analysis {
+
+enum class KernelsBy { kKernel, kSite };
+
+struct KernelRow {
+  // kKernel: the fused ops with graph and kernel, e.g. "matmul (g1 k7)";
+  // kSite: the source line, "train.cpp:88" (a kernel's time counts for the
+  // first of its sites: the line most of its ops came from).
+  std::string name;
+  std::string kind;                 // kKernel: elementwise, reduce, matmul, scatter; kSite: ""
+  int64_t graph_id = 0, kernel = 0;  // kKernel only (graph 0: the eager executor)
+  int64_t calls = 0;
+  double total_s = 0, share = 0;    // share of the run's execute time
+  double mean_s = 0, p50_s = 0, p99_s = 0;
+  double gflops = 0, gbps = 0;      // achieved, from the kernel IR's FLOPs and bytes
+  double flops = 0, bytes = 0;      // per call (kSite: summed over the line's kernels)
+  // Against the ceilings: "compute" when its FLOPs per byte exceed the
+  // machine's ridge point (peak GFLOP/s over GB/s), else "memory"; and the
+  // achieved fraction of that ceiling. Empty / 0 without ceilings.
+  std::string bound;
+  double of_ceiling = 0;
+  std::vector<std::string> sites;   // "file.cpp:88", most ops first (basenames)
+};
+
+struct KernelTable {
+  double execute_s = 0;  // all executions
+  double kernel_s = 0;   // all timed kernel runs
+  double peak_gflops = 0, peak_gbps = 0;  // ceilings; 0 if not recorded
+  std::vector<KernelRow> rows;            // by total time, largest first
+};
+
+StatusOr<KernelTable> kernel_table(const store::Reader& store, KernelsBy by = KernelsBy::kKernel);
+// {"schema":"tc-analyze-kernels/1","execute_s":..,"kernel_s":..,"ceilings":{..},"kernels":[{..}]}
+std::string kernels_json(const KernelTable& table);
+// "file.cpp:88" from "/path/to/file.cpp:88".
+std::string short_site(std::string_view site);
+
+}  // namespace tc::analysis
