@@ -143,9 +143,10 @@ std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by) {
     }
   }
   std::vector<EventStats> out;
-  for (auto& [name, a] : groups) {
+  for (auto& entry : groups) {
+    Acc& a = entry.second;  // not a structured binding: clang 14 cannot capture one in a lambda
     EventStats s;
-    s.name = name;
+    s.name = entry.first;
     std::sort(a.durs.begin(), a.durs.end());
     s.count = static_cast<int64_t>(a.durs.size());
     for (int64_t d : a.durs) s.total += d;

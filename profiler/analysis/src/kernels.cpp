@@ -86,7 +86,8 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     a.durs.push_back(dur);
   }
   TC_RETURN_IF_ERROR(q.status());
-  for (auto& [key, a] : groups) {
+  for (auto& entry : groups) {
+    Acc& a = entry.second;  // not a structured binding: clang 14 cannot capture one in a lambda
     KernelRow& row = a.row;
     std::sort(a.durs.begin(), a.durs.end());
     row.calls = static_cast<int64_t>(a.durs.size());
