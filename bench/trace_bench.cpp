@@ -3,6 +3,7 @@
 // several repetitions measured in this one run.
 //
 //   build/bin/tc-bench-trace [--quick]
+//   build/bin/tc-bench-trace --load [EVENTS] [--threads T]
 //
 // Rows:
 //   2 timestamp reads   : the floor: two reads of the recording clock
@@ -10,6 +11,17 @@
 //   range, recording off: the same macro when no session is active
 //   raw SQLite insert   : rows/s into a ranges-shaped table, one transaction, WAL, synchronous=NORMAL
 //   ingest              : events/s from full rings to a finalized store (target >= 1.5 M/s)
+//
+// --load (default 50,000,000 events from 8 threads): the sustained case, as
+// under tc-profile. A child process records EVENTS ranges from T threads at
+// full speed into shared rings (tc-profile's default: 64 x 65,536 slots)
+// while this process drains them into a store with tc-profile's loop. Prints
+// the events dropped (target 0: producers wait while the collector lives)
+// and the sustained ingest rate (events stored per second, from the first
+// event to the last one drained; finalizing is timed apart).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -130,11 +142,96 @@ Ingest bench_ingest(const std::string& path, int threads, int ranges_per_thread)
 
 }  // namespace
 
+int bench_load(uint64_t events, int threads) {
+  std::string err;
+  auto region = tr::Region::create_shared(64, 1u << 16, &err);
+  if (!region) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", err.c_str());
+    return 1;
+  }
+  std::string dir = (std::filesystem::temp_directory_path() / ("tc-bench-load-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/load.tcdb";
+  auto writer = tc::store::Writer::create(path, {.overwrite = true});
+  if (!writer.ok()) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", writer.status().message().c_str());
+    return 1;
+  }
+  tc::collect::Collector c(*region, **writer, tc::collect::gather_run_info({"tc-bench-trace", "--load"}, "bench"));
+  if (tc::Status s = c.begin(); !s.ok()) {
+    std::fprintf(stderr, "tc-bench-trace: %s\n", s.message().c_str());
+    return 1;
+  }
+  int report[2];
+  if (pipe(report) != 0) return 1;
+  auto t0 = Clock::now();
+  pid_t child = fork();
+  if (child == 0) {
+    close(report[0]);
+    tr::detail::activate(region.get(), true);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      uint64_t n = events / threads + (static_cast<uint64_t>(t) < events % threads ? 1 : 0);
+      pool.emplace_back([n] {
+        for (uint64_t i = 0; i < n; ++i) {
+          TC_TRACE_RANGE_ARG("bench.load", i);
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    uint64_t dropped = tr::dropped_events();
+    (void)!write(report[1], &dropped, sizeof dropped);
+    _exit(0);
+  }
+  close(report[1]);
+  // tc-profile's loop: drain at once while busy, nap when the rings are quiet.
+  int status = 0;
+  for (;;) {
+    uint64_t n = *c.drain();
+    if (n < (1u << 16) / 16) std::this_thread::sleep_for(std::chrono::milliseconds(n == 0 ? 10 : 5));
+    if (waitpid(child, &status, WNOHANG) == child) break;
+  }
+  while (*c.drain() > 0) {
+  }
+  double drained_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t producer_dropped = 0;
+  (void)!read(report[0], &producer_dropped, sizeof producer_dropped);
+  auto t1 = Clock::now();
+  tc::Status s = c.finish({.exit_code = 0, .exit_signal = std::nullopt, .complete = true});
+  double finalize_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  if (!s.ok()) std::fprintf(stderr, "tc-bench-trace: %s\n", s.message().c_str());
+  tc::collect::CollectorStats st = c.stats();
+  std::printf("tc-bench-trace --load: %llu range events from %d threads (one process) into a store by a collector process\n\n",
+              static_cast<unsigned long long>(events), threads);
+  std::printf("| what                                | result            |\n");
+  std::printf("|-------------------------------------|-------------------|\n");
+  std::printf("| events stored                       | %17llu |\n", static_cast<unsigned long long>(st.events));
+  std::printf("| events dropped (producers)          | %17llu |\n", static_cast<unsigned long long>(producer_dropped));
+  std::printf("| events dropped (store: run table)   | %17llu |\n", static_cast<unsigned long long>(st.dropped));
+  std::printf("| recording + drain                   | %15.1f s |\n", drained_s);
+  std::printf("| sustained ingest                    | %9.2f M ev/s |\n", static_cast<double>(st.events) / drained_s / 1e6);
+  std::printf("| finalize (indexes, one file)        | %15.1f s |\n", finalize_s);
+  std::filesystem::remove_all(dir);
+  return s.ok() && producer_dropped == 0 && st.dropped == 0 && st.events == events ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (!tr::kCompiledIn) {
     std::fprintf(stderr, "tc-bench-trace: recording is compiled out (TC_TRACE=OFF); build with TC_TRACE=ON\n");
     return 1;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--load") == 0) {
+    uint64_t events = 50'000'000;
+    int threads = 8;
+    for (int i = 2; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+        threads = std::max(1, std::atoi(argv[++i]));
+      } else {
+        events = std::strtoull(argv[i], nullptr, 10);
+      }
+    }
+    return bench_load(events, threads);
   }
   const int reps = quick ? 51 : 201;
   const int n = 16384;  // ranges per repetition: 2n slots fill half of a default ring

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tc/collect/collector.h"
 #include "tc/store/reader.h"
@@ -30,6 +31,8 @@ class CollectRecords : public ::testing::Test {
     auto r = tr::Region::create_private(4, 4096, &err);
     ASSERT_TRUE(r) << err;
     region_ = r.release();  // stays mapped: the recording thread's ring points into it
+    static auto* kept = new std::vector<tr::Region*>;  // never destroyed: reachable for LeakSanitizer
+    kept->push_back(region_);
     tr::detail::activate(region_);
   }
   void TearDown() override {

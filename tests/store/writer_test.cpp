@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "store_test_util.h"
 #include "tc/store/reader.h"
@@ -239,6 +240,104 @@ TEST(store_writer, WriteFailureIsOneLineIoError) {
   EXPECT_EQ(std::stoi(out.substr(0, space)), static_cast<int>(StatusCode::kIoError)) << out;
   expect_one_line_naming(Status(StatusCode::kIoError, out.substr(space + 1)), path);
   std::printf("  message: %s\n", out.substr(space + 1).c_str());
+}
+
+TEST(store_writer, FinalizeWithAReaderOpenIsNotAnError) {
+  // The sqlite3 shell or a viewer holding the store open pins its WAL: that
+  // made finalize() wait out the busy timeout twice and fail, although every
+  // row had been committed. Now the store stays valid in WAL mode.
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  auto row = (*w)->row(schema::instants);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(row.null().i64(1).i64(i).i64(2).i64(3).insert().ok());
+  ASSERT_TRUE((*w)->commit().ok());
+  {
+    auto r = Reader::open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto q = r->query("SELECT ts FROM instants ORDER BY ts");
+    ASSERT_TRUE(q.next());  // a read transaction stays open
+    Status s = (*w)->finalize();
+    EXPECT_TRUE(s.ok()) << s.message();
+    int n = 1;
+    while (q.next()) ++n;
+    EXPECT_EQ(n, 100);
+  }
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM instants"), 100);
+  EXPECT_FALSE(exists(path + "-reserve"));
+}
+
+TEST(store_writer, AStoreRemovedWhileWrittenSaysSoInOneLine) {
+  // The message used to be about "leaving WAL mode".
+  ScratchDir dir;
+  std::filesystem::create_directory(dir.path("out"));
+  const std::string path = dir.path("out/run.tcdb");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->row(schema::strings).i64(1).text("x").insert().ok());
+  ASSERT_TRUE((*w)->commit().ok());
+  std::filesystem::remove_all(dir.path("out"));
+  Status s = (*w)->finalize();
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_NE(s.message().find("removed while it was written"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("WAL"), std::string::npos) << s.message();
+  expect_one_line_naming(s, path);
+}
+
+// After a full disk, recover() keeps every committed row and makes room for
+// a last small transaction (the reserve file's space).
+TEST(store_writer, AfterAFullDiskRecoverKeepsCommittedRowsAndTakesALastOne) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{2 << 20, 2 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::string out;
+    {
+      auto w = Writer::create(path, {.rows_per_transaction = 1000});
+      Status s = w.status();
+      int64_t i = 0;
+      if (w.ok()) {
+        auto row = (*w)->row(schema::ranges);
+        for (; i < 1'000'000 && s.ok(); ++i) s = row.null().i64(1).i64(i).i64(i).i64(0).i64(1).i64(i).insert();
+        int64_t committed = (*w)->rows_committed(schema::ranges);
+        Status r = (*w)->recover();
+        if (r.ok()) r = (*w)->row(schema::dropped).null().null().null().i64(i - committed).text("disk full").insert();
+        if (r.ok()) r = (*w)->commit();
+        if (r.ok()) r = (*w)->close();
+        out = std::to_string(committed) + " " + (r.ok() ? "ok" : r.message());
+      } else {
+        out = "0 " + s.message();
+      }
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  const size_t space = out.find(' ');
+  ASSERT_NE(space, std::string::npos) << out;
+  EXPECT_EQ(out.substr(space + 1), "ok");
+  int64_t committed = std::stoll(out.substr(0, space));
+  EXPECT_GT(committed, 10'000) << "what fitted was kept";
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM ranges"), committed);
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM dropped WHERE reason = 'disk full' AND count > 0"), 1);
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +59,8 @@ class RingTest : public ::testing::Test {
     auto r = tr::Region::create_private(rings, capacity, &err);
     EXPECT_TRUE(r) << err;
     tr::Region* raw = r.release();
+    static auto* kept = new std::vector<tr::Region*>;  // never destroyed: the regions stay reachable for LeakSanitizer
+    kept->push_back(raw);
     tr::detail::activate(raw);
     return *raw;
   }
@@ -157,6 +162,102 @@ TEST_F(RingTest, ThreadsBeyondTheRingsAreCountedAsDropped) {
   }).join();
   // Both events, and the definition of their site, found no ring.
   EXPECT_EQ(region.header().dropped_no_ring.load(), 3u);
+}
+
+TEST_F(RingTest, AThreadWithoutARingRetriesWhenOneIsFreed) {
+  // Once refused, a thread never looked again: a long-lived worker started
+  // while the rings were taken recorded nothing for the rest of the run.
+  tr::Region& region = make(1, 64);
+  std::thread([&] { TC_TRACE_INSTANT("ring.first", 1); }).join();  // takes the only ring, which retires
+  std::atomic<int> phase{0};
+  std::thread late([&] {
+    TC_TRACE_INSTANT("ring.late", 1);  // no free ring: dropped
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    TC_TRACE_INSTANT("ring.late", 2);  // the ring was freed meanwhile
+    phase = 3;
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_GT(region.header().dropped_no_ring.load(), 0u);
+  // What the collector does once the retired ring is drained.
+  consume(region, 0);
+  region.ring(0).state.store(static_cast<uint32_t>(tr::RingState::kFree));
+  region.header().rings_freed.fetch_add(1);
+  phase = 2;
+  while (phase.load() != 3) std::this_thread::yield();
+  late.join();
+  bool seen = false;
+  for (const Read& e : consume(region, 0)) seen = seen || (e.kind == tr::SlotKind::kInstant && e.arg == 2);
+  EXPECT_TRUE(seen) << "the late thread's event after the ring was freed";
+}
+
+TEST_F(RingTest, NamesAreKeptWholeOrVisiblyCut) {
+  // Cut silently before: interned strings at 4,096 bytes, a run-time
+  // location's payload at 12,288 bytes (losing the NULs that end its fields),
+  // and every name at its first NUL.
+  tr::Region& region = make(1, 1 << 14);
+  std::string long_text(10000, 'a');
+  for (size_t i = 0; i < long_text.size(); ++i) long_text[i] = static_cast<char>('a' + i % 26);
+  std::string huge(100000, 'h');
+  huge.replace(65500, 3, "\xe2\x82\xac");  // a three-byte character where a cut could land
+  std::string long_name(20000, 'n');
+  std::thread([&] {
+    std::vector<Read> got;
+    tr::intern(long_text);
+    got = consume(region, 0);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].payload, long_text) << "kept whole";
+
+    tr::intern(std::string("a\0b", 3));
+    got = consume(region, 0);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].payload, "a\\0b") << "a NUL travels as the two characters \\0";
+
+    tr::intern(huge);
+    got = consume(region, 0);
+    ASSERT_EQ(got.size(), 1u);
+    const std::string& cut = got[0].payload;
+    EXPECT_LE(cut.size(), 65536u);
+    const std::string mark = "\xe2\x80\xa6[cut at ";
+    size_t at = cut.rfind(mark);
+    ASSERT_NE(at, std::string::npos) << cut.substr(cut.size() - 60);
+    EXPECT_EQ(cut.substr(at + mark.size()), std::to_string(at) + " of 100000 bytes]");
+    EXPECT_EQ(cut.substr(0, at), huge.substr(0, at)) << "cut at a character boundary, nothing else changed";
+    EXPECT_NE(static_cast<unsigned char>(huge[at]) & 0xc0, 0x80) << "not inside a UTF-8 sequence";
+
+    tr::LocationId id = tr::location_id(long_name, std::source_location::current());
+    EXPECT_NE(id.value, 0u);
+    got = consume(region, 0);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].kind, tr::SlotKind::kLocationDef);
+    const std::string& p = got[0].payload;
+    ASSERT_EQ(std::count(p.begin(), p.end(), '\0'), 3) << "name, file and function each end in a NUL";
+    EXPECT_EQ(p.substr(0, p.find('\0')), long_name);
+    EXPECT_NE(p.find("ring_test.cpp"), std::string::npos);
+  }).join();
+}
+
+TEST_F(RingTest, ANameTooLargeForASmallRingIsCutVisiblyToFit) {
+  tr::Region& region = make(1, 64);  // half a ring: 31 payload slots, 992 bytes
+  std::thread([&] {
+    tr::intern(std::string(4000, 's'));
+    std::vector<Read> got = consume(region, 0);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_LE(got[0].payload.size(), 992u);
+    EXPECT_NE(got[0].payload.find("of 4000 bytes]"), std::string::npos) << got[0].payload;
+  }).join();
+  EXPECT_EQ(region.ring(0).dropped.load(), 0u);
+}
+
+TEST(RegionTest, SharedMemoryCannotBeResized) {
+  // A child's ftruncate(TC_PROFILE_FD, 0) made every access of the launcher
+  // to the lost pages raise SIGBUS.
+  std::string err;
+  auto a = tr::Region::create_shared(2, 128, &err);
+  ASSERT_TRUE(a) << err;
+  EXPECT_NE(ftruncate(a->fd(), 0), 0);
+  EXPECT_NE(ftruncate(a->fd(), 1 << 30), 0);
+  EXPECT_EQ(a->ring(1).write.load(), 0u) << "still mapped";
 }
 
 TEST(RegionTest, AttachRejectsSomethingElse) {

@@ -1,9 +1,13 @@
 #include "tc/collect/collector.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -99,14 +103,18 @@ ClockMap::ClockMap(bool tsc) : tsc_(tsc) {
 double ClockMap::ns_per_tick() const { return tsc_ ? segments_.back().slope : 1.0; }
 
 uint64_t ClockMap::to_ns(uint64_t t) const {
-  if (!tsc_) return t;
+  // Ticks come from shared memory: any value. The result fits a signed
+  // 64-bit column (and a double past 2^64 would not even convert).
+  constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  if (!tsc_) return t > kMax ? kMax : t;
   // Segments are few and the newest is the usual answer: search from the back.
   size_t i = segments_.size() - 1;
   while (i > 0 && t < segments_[i].t0) --i;
   const Segment& s = segments_[i];
   double dt = t >= s.t0 ? static_cast<double>(t - s.t0) : -static_cast<double>(s.t0 - t);
   double ns = s.n0 + dt * s.slope;
-  return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+  if (!(ns > 0)) return 0;
+  return ns >= 9.2e18 ? kMax : static_cast<uint64_t>(ns);
 }
 
 void ClockMap::resync() {
@@ -128,6 +136,19 @@ void ClockMap::resync() {
 }
 
 // ---------------------------------------------------------------- Collector
+//
+// The ring memory is written by the program, which can write anything there
+// (a wild pointer, a bug, a test that means to). Everything read from it is
+// checked before it is used; evidence of what trusting it did, seen with a
+// child writing over its TC_PROFILE_FD memory: SIGSEGV in tc-profile
+// (ring_count re-read each pass indexed past the collector's vector, and a
+// free() of a garbage pointer followed), an out-of-bounds memcpy (a payload
+// length past its slots), bad_alloc, SIGBUS (an ftruncate of the memfd), a
+// write counter far ahead that made one pass loop long enough to grow the
+// store to 16.8 GB, and garbage stored with complete = 1. Now: geometry and
+// clock come from the Region object (fixed at creation), the read position
+// of each ring is the collector's own, a pass reads at most one ring's worth
+// of slots per ring, and a ring found inconsistent is abandoned and reported.
 
 namespace {
 
@@ -143,7 +164,14 @@ struct RingReader {
   uint64_t claims = 0;
   int64_t utid = 0;
   std::vector<OpenRange> open;
+  uint64_t too_deep = 0;  // begins beyond kMaxOpen not stored; their ends are skipped
   uint64_t last_ts = 0;
+};
+
+// Per ring, kept across the threads that own it in turn.
+struct RingCursor {
+  uint64_t read = 0;       // slots consumed: the collector's own, never read back from shared memory
+  bool abandoned = false;  // found inconsistent: never read again
 };
 
 struct ThreadRow {
@@ -162,9 +190,75 @@ struct PendingRecord {
 struct ProcessRow {
   int64_t upid;
   uint32_t pid;
+  std::string name;
   uint64_t start_ts = UINT64_MAX;
   uint64_t end_ts = 0;
 };
+
+struct DroppedRow {
+  int64_t utid;  // 0: no thread
+  uint64_t count;
+  std::string reason;
+};
+
+// Ranges open at once on one thread beyond which begins are counted, not kept
+// (a runaway recursion must not grow the collector without bound).
+constexpr size_t kMaxOpen = 1 << 16;
+// Records waiting for a string defined in another ring; beyond this many they
+// are written with that string NULL.
+constexpr size_t kMaxPending = 1 << 16;
+// Commit at least this often while rows arrive, so that a killed collector
+// (tc-profile, or the in-process collector process, SIGKILLed) loses at most
+// the last second. Before, only every 200,000 rows: a killed run kept nothing
+// of its last 0-199,999 rows, however old.
+constexpr uint64_t kCommitEveryNs = 500'000'000;
+
+const char* drop_reason_text(trace::DropReason r) {
+  switch (r) {
+    case trace::DropReason::kNoCollector: return "ring full: no collector drained it for 500 ms";
+    case trace::DropReason::kCollectorGone: return "ring full after the collector had stopped";
+    case trace::DropReason::kAbandoned: return "ring abandoned by the collector";
+    case trace::DropReason::kTooLarge: return "record larger than its whole ring";
+  }
+  return "ring full";
+}
+
+void no_op_signal(int) {}
+
+// ulimit -f: a write past the limit raises SIGXFSZ, whose default kills the
+// process (tc-profile died without a word, the store unmarked). Handled, the
+// write fails with EFBIG instead and is a full store like any other. A handler
+// (not SIG_IGN) so that programs started by exec get the default back.
+void handle_file_size_limit() {
+  struct sigaction old {};
+  if (sigaction(SIGXFSZ, nullptr, &old) != 0) return;
+  if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;  // the process chose already
+  struct sigaction sa {};
+  sa.sa_handler = no_op_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGXFSZ, &sa, nullptr);
+}
+
+std::string comm_of(uint32_t pid) {
+  std::string comm;
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f)) comm = buf;
+    std::fclose(f);
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  }
+  return comm;
+}
+
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -172,24 +266,42 @@ struct Collector::Impl {
   trace::Region& region;
   store::Writer& writer;
   RunInfo info;
+  const uint32_t ring_count;  // from the Region object, fixed at creation
+  const uint64_t capacity;
+  const uint64_t mask;
+  const trace::ClockKind clock_kind;
   ClockMap clock;
   std::vector<RingReader> rings;
+  std::vector<RingCursor> cursors;
   std::vector<ThreadRow> threads;
   std::vector<ProcessRow> processes;
   std::unordered_map<uint32_t, size_t> process_by_pid;
   std::unordered_map<uint32_t, std::string> strings;  // for thread names
   std::unordered_set<std::string> env_written;         // run_env rows, as name=value
-  std::vector<std::pair<int64_t, uint64_t>> dropped_by_thread;  // utid, count (from ring counters at finish)
-  uint64_t events = 0;
+  std::vector<std::pair<int64_t, std::array<uint64_t, trace::kDropReasons>>> dropped_by_thread;  // utid, per reason
+  std::vector<DroppedRow> abandoned;  // one per abandoned ring
+  uint64_t events = 0;                // event rows handed to the writer (or counted while it could not take them)
   uint64_t unmatched_ends = 0;
   uint64_t unknown_records = 0;
   uint64_t unresolved_strings = 0;
+  uint64_t too_deep = 0;
+  uint64_t retired_dropped = 0;
+  uint64_t abandoned_total = 0;
+  bool still_recording = false;  // finish() stopped draining a region that kept filling
+  std::vector<std::string> notes;  // note_incomplete()
   // Records whose field count is not their declaration's: (utid, kind, fields) -> count.
   std::map<std::tuple<int64_t, uint16_t, size_t>, uint64_t> malformed;
   uint64_t malformed_total = 0;
   std::vector<PendingRecord> pending;  // records naming a string defined in a ring not drained yet
   CollectorStats live;                 // steps, compilations, peak memory as they arrive
   uint32_t live_bytes_loc = 0;
+  // The store failed (disk full): from then on rows are counted, not written.
+  Status store_error;
+  bool discarding = false;
+  uint64_t store_failed_ns = 0;
+  uint64_t last_commit_ns = 0;
+  int64_t rows_at_last_commit = 0;
+  bool registered = false;
   // Field index of the compilation record's reason.
   size_t reason_field = [] {
     const auto& fields = trace::record_decl(static_cast<uint16_t>(trace::RecordKind::kCompilation))->fields;
@@ -212,160 +324,297 @@ struct Collector::Impl {
   std::vector<char> payload;
 
   Impl(trace::Region& r, store::Writer& w, RunInfo i)
-      : region(r), writer(w), info(std::move(i)), clock(static_cast<trace::ClockKind>(r.header().clock) == trace::ClockKind::kTsc) {
-    rings.resize(r.header().ring_count);
+      : region(r),
+        writer(w),
+        info(std::move(i)),
+        ring_count(r.ring_count()),
+        capacity(r.capacity()),
+        mask(r.capacity() - 1),
+        clock_kind(r.clock()),
+        clock(r.clock() == trace::ClockKind::kTsc) {
+    rings.resize(ring_count);
+    cursors.resize(ring_count);
+    // Trusted once: the region was just made (or attached) and the program
+    // has not run yet, or (tests) has recorded into it in good faith.
+    for (uint32_t k = 0; k < ring_count; ++k) {
+      uint64_t read = r.ring(k).read.load(std::memory_order_acquire);
+      uint64_t write = r.ring(k).write.load(std::memory_order_acquire);
+      cursors[k].read = write >= read && write - read <= capacity ? read : write;
+    }
   }
+
+  ~Impl() {
+    // Whatever happened, no producer may wait for a collector that is gone.
+    if (registered) region.header().collector_state.store(static_cast<uint32_t>(trace::CollectorState::kStopped), std::memory_order_release);
+  }
+
+  // ---- writing, with the store's failure handled once
+
+  bool writing() const { return !discarding; }
+
+  void keep(const Status& s) {
+    if (s.ok() || discarding) return;
+    discarding = true;
+    store_error = s;
+    if (store_failed_ns == 0) store_failed_ns = trace::monotonic_ns();
+  }
+  bool store_failed() const { return store_failed_ns != 0; }
 
   ProcessRow& process_for(uint32_t pid) {
     auto it = process_by_pid.find(pid);
     if (it != process_by_pid.end()) return processes[it->second];
-    processes.push_back({static_cast<int64_t>(processes.size() + 1), pid});
+    processes.push_back({static_cast<int64_t>(processes.size() + 1), pid, comm_of(pid)});
     process_by_pid[pid] = processes.size() - 1;
-    return processes.back();
+    ProcessRow& p = processes.back();
+    // Written now (and again, complete, at the end) so that a store whose
+    // collector was killed still names its processes and threads.
+    if (writing()) keep(process_row(p).insert());
+    return p;
   }
 
-  Status write_run(const RunEnd* end) {
+  store::Writer::Row process_row(const ProcessRow& p) {
+    auto row = writer.row(store::schema::processes);
+    row.i64(p.upid).i64(p.pid);
+    std::string comm = p.name;
+    if (comm.empty() && !info.command.empty()) comm = std::filesystem::path(info.command[0]).filename().string();
+    row.text(comm);
+    if (p.start_ts == UINT64_MAX) row.null().null(); else row.i64(trace::count_column(p.start_ts)).i64(trace::count_column(p.end_ts));
+    return row;
+  }
+
+  store::Writer::Row thread_row(const ThreadRow& t) {
+    auto row = writer.row(store::schema::threads);
+    row.i64(t.utid).i64(t.upid).i64(t.tid);
+    if (t.name.empty()) row.null(); else row.text(t.name);
+    return row;
+  }
+
+  Status write_run(const RunEnd* end, uint64_t event_count) {
     auto row = writer.row(store::schema::run);
     row.i64(1).text(info.tc_version).text(store::json_string_array(info.command)).text(info.cwd).text(info.host).text(info.collector);
-    row.text(static_cast<trace::ClockKind>(region.header().clock) == trace::ClockKind::kTsc ? "tsc" : "monotonic");
-    row.i64(static_cast<int64_t>(info.start_ts));
-    if (end) row.i64(static_cast<int64_t>(trace::monotonic_ns())); else row.null();
-    row.i64(static_cast<int64_t>(info.start_unix_ns));
+    row.text(clock_kind == trace::ClockKind::kTsc ? "tsc" : "monotonic");
+    row.i64(trace::count_column(info.start_ts));
+    if (end) row.i64(trace::count_column(trace::monotonic_ns())); else row.null();
+    row.i64(trace::count_column(info.start_unix_ns));
     if (end && end->exit_code) row.i64(*end->exit_code); else row.null();
     if (end && end->exit_signal) row.i64(*end->exit_signal); else row.null();
     row.i64(end && end->complete ? 1 : 0);
-    row.i64(static_cast<int64_t>(events));
-    row.i64(static_cast<int64_t>(total_dropped()));
+    row.i64(trace::count_column(event_count));
+    row.i64(trace::count_column(total_dropped()));
     row.text(info.cuda);
     return row.insert();
   }
 
-  uint64_t total_dropped() const {
-    uint64_t n = region.header().dropped_no_ring.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < region.header().ring_count; ++i) n += region.ring(i).dropped.load(std::memory_order_relaxed);
-    return n + retired_dropped + malformed_total;
+  // Event rows durable in the store.
+  uint64_t events_kept() const {
+    return static_cast<uint64_t>(writer.rows_committed(store::schema::ranges) + writer.rows_committed(store::schema::instants) +
+                                 writer.rows_committed(store::schema::counters));
   }
-  uint64_t retired_dropped = 0;
+  uint64_t events_lost_to_store() const {
+    if (!store_failed()) return 0;
+    uint64_t kept = events_kept();
+    return events > kept ? events - kept : 0;
+  }
 
-  // Copies a record's payload out of the ring (it may wrap around).
-  const char* read_payload(const trace::Slot* slots, uint64_t mask, uint64_t first, uint32_t count, uint64_t bytes) {
+  // Everything lost, saturating: the ring counters live in shared memory.
+  uint64_t total_dropped() const {
+    using trace::sat_add;
+    uint64_t n = region.header().dropped_no_ring.load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i < ring_count; ++i) {
+      if (!cursors[i].abandoned && rings[i].known) n = sat_add(n, region.ring(i).dropped.load(std::memory_order_relaxed));
+    }
+    for (uint64_t v : {retired_dropped, malformed_total, abandoned_total, too_deep, events_lost_to_store()}) n = sat_add(n, v);
+    return n;
+  }
+
+  // Copies a record's payload out of the ring (it may wrap around); the
+  // copy, not the shared slots, is what gets parsed.
+  const char* read_payload(const trace::Slot* slots, uint64_t first, uint32_t count) {
     payload.resize(static_cast<size_t>(count) * sizeof(trace::Slot) + 1);
     for (uint32_t i = 0; i < count; ++i) std::memcpy(payload.data() + i * sizeof(trace::Slot), &slots[(first + i) & mask], sizeof(trace::Slot));
-    payload[std::min<uint64_t>(bytes, payload.size() - 1)] = '\0';
+    payload.back() = '\0';
     return payload.data();
   }
 
-  Status new_thread(RingReader& rr, trace::RingHeader& h) {
-    ProcessRow& p = process_for(h.pid);
+  void new_thread(RingReader& rr, trace::RingHeader& h) {
+    uint32_t pid = h.pid, tid = h.tid;
+    uint64_t claims = h.claims.load(std::memory_order_relaxed);
+    ProcessRow& p = process_for(pid);
     rr = RingReader{};
     rr.known = true;
-    rr.claims = h.claims.load(std::memory_order_relaxed);
+    rr.claims = claims;
     rr.utid = static_cast<int64_t>(threads.size() + 1);
-    threads.push_back({rr.utid, p.upid, h.tid, {}});
-    return Status::Ok();
+    threads.push_back({rr.utid, p.upid, tid, {}});
+    if (writing()) keep(thread_row(threads.back()).insert());
   }
 
-  Status close_open_ranges(RingReader& rr) {
+  void close_open_ranges(RingReader& rr) {
     // The thread ended (or its process died) inside these ranges: dur = -1.
     for (size_t d = 0; d < rr.open.size(); ++d) {
       const OpenRange& o = rr.open[d];
-      TC_RETURN_IF_ERROR(writer.row(store::schema::ranges)
-                             .null()
-                             .i64(rr.utid)
-                             .i64(static_cast<int64_t>(o.ts))
-                             .i64(-1)
-                             .i64(static_cast<int64_t>(d))
-                             .i64(o.loc)
-                             .i64(o.arg)
-                             .insert());
+      if (writing()) {
+        keep(writer.row(store::schema::ranges)
+                 .null()
+                 .i64(rr.utid)
+                 .i64(trace::count_column(o.ts))
+                 .i64(-1)
+                 .i64(static_cast<int64_t>(d))
+                 .i64(o.loc)
+                 .i64(o.arg)
+                 .insert());
+      }
       ++events;
     }
     rr.open.clear();
-    return Status::Ok();
+    rr.too_deep = 0;
   }
 
-  Status consume(RingReader& rr, const trace::Slot* slots, uint64_t mask, uint64_t from, uint64_t to) {
+  void take_ring_drops(RingReader& rr, trace::RingHeader& h, bool reset) {
+    std::array<uint64_t, trace::kDropReasons> by{};
+    uint64_t any = 0;
+    for (uint32_t k = 0; k < trace::kDropReasons; ++k) {
+      by[k] = reset ? h.dropped_by[k].exchange(0, std::memory_order_relaxed) : h.dropped_by[k].load(std::memory_order_relaxed);
+      any = trace::sat_add(any, by[k]);
+    }
+    uint64_t total = reset ? h.dropped.exchange(0, std::memory_order_relaxed) : h.dropped.load(std::memory_order_relaxed);
+    if (reset) retired_dropped = trace::sat_add(retired_dropped, total);
+    if (any) dropped_by_thread.emplace_back(rr.utid, by);
+  }
+
+  void abandon(uint32_t r, const std::string& why, uint64_t unread) {
+    RingCursor& c = cursors[r];
+    if (c.abandoned) return;
+    c.abandoned = true;
+    trace::RingHeader& h = region.ring(r);
+    // Its producer, if it still runs, drops instead of waiting for us.
+    h.state.store(static_cast<uint32_t>(trace::RingState::kAbandoned), std::memory_order_release);
+    RingReader& rr = rings[r];
+    int64_t utid = rr.known ? rr.utid : 0;
+    if (rr.known) close_open_ranges(rr);  // what was read before stays, with its open ranges closed
+    rr.known = false;
+    uint64_t count = std::max<uint64_t>(1, std::min(unread, capacity));
+    abandoned_total = trace::sat_add(abandoned_total, count);
+    abandoned.push_back({utid, count,
+                         "ring " + std::to_string(r) + " abandoned: " + why +
+                             "; the events read before were kept, the rest of the ring (at least this many slots) is lost"});
+  }
+
+  // Reads the published slots [from, to) of ring r. Returns "" when they
+  // were all well-formed, else why not; `done` is the slots consumed.
+  std::string consume(uint32_t r, RingReader& rr, uint64_t from, uint64_t to, uint64_t& done) {
+    const trace::Slot* slots = region.slots(r);
     ProcessRow& proc = processes[static_cast<size_t>(threads[static_cast<size_t>(rr.utid - 1)].upid - 1)];
-    for (uint64_t i = from; i < to;) {
-      const trace::Slot& s = slots[i & mask];
-      auto kind = static_cast<trace::SlotKind>(s.kind);
+    for (uint64_t i = from; i < to; done = i - from) {
+      trace::Slot s;
+      std::memcpy(&s, &slots[i & mask], sizeof s);  // once: the shared slot may change while it is parsed
+      const uint64_t after = to - i - 1;            // published slots after this one
+      const auto kind = static_cast<trace::SlotKind>(s.kind);
+      const bool has_payload = kind == trace::SlotKind::kLocationDef || kind == trace::SlotKind::kStringDef || kind == trace::SlotKind::kRecord;
+      if (s.kind < static_cast<uint16_t>(trace::SlotKind::kBegin) || s.kind > static_cast<uint16_t>(trace::SlotKind::kRecord)) {
+        return "slot kind " + std::to_string(s.kind) + " at position " + std::to_string(i) + " is not one tc writes there";
+      }
+      if (!has_payload && s.extra != 0) return "a one-slot event at position " + std::to_string(i) + " claims " + std::to_string(s.extra) + " payload slots";
+      uint64_t bytes = 0;
+      const char* p = nullptr;
+      if (has_payload) {
+        if (s.extra > after) {
+          return "a record's " + std::to_string(s.extra) + " payload slots run past the " + std::to_string(after) + " published after it";
+        }
+        if (s.arg < 0 || (static_cast<uint64_t>(s.arg) + sizeof(trace::Slot) - 1) / sizeof(trace::Slot) != s.extra) {
+          return "payload length " + std::to_string(s.arg) + " does not match its " + std::to_string(s.extra) + " slots";
+        }
+        bytes = static_cast<uint64_t>(s.arg);
+        p = read_payload(slots, i + 1, s.extra);
+      }
       uint64_t ts = clock.to_ns(s.ts);
       if (ts < rr.last_ts) ts = rr.last_ts;  // never reorder a thread's own events
       switch (kind) {
         case trace::SlotKind::kBegin:
-          rr.open.push_back({ts, s.loc, s.arg});
+          if (rr.open.size() >= kMaxOpen) {
+            ++rr.too_deep;
+            too_deep = trace::sat_add(too_deep, 1);
+          } else {
+            rr.open.push_back({ts, s.loc, s.arg});
+          }
           break;
         case trace::SlotKind::kEnd: {
+          if (rr.too_deep > 0) {
+            --rr.too_deep;  // the end of a begin that was not kept
+            break;
+          }
           if (rr.open.empty()) {
             ++unmatched_ends;
             break;
           }
           OpenRange o = rr.open.back();
           rr.open.pop_back();
-          TC_RETURN_IF_ERROR(writer.row(store::schema::ranges)
-                                 .null()
-                                 .i64(rr.utid)
-                                 .i64(static_cast<int64_t>(o.ts))
-                                 .i64(static_cast<int64_t>(ts - o.ts))
-                                 .i64(static_cast<int64_t>(rr.open.size()))
-                                 .i64(o.loc)
-                                 .i64(o.arg)
-                                 .insert());
+          if (writing()) {
+            keep(writer.row(store::schema::ranges)
+                     .null()
+                     .i64(rr.utid)
+                     .i64(trace::count_column(o.ts))
+                     .i64(static_cast<int64_t>(ts - o.ts))
+                     .i64(static_cast<int64_t>(rr.open.size()))
+                     .i64(o.loc)
+                     .i64(o.arg)
+                     .insert());
+          }
           ++events;
           break;
         }
         case trace::SlotKind::kInstant:
-          TC_RETURN_IF_ERROR(
-              writer.row(store::schema::instants).null().i64(rr.utid).i64(static_cast<int64_t>(ts)).i64(s.loc).i64(s.arg).insert());
+          if (writing()) keep(writer.row(store::schema::instants).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).i64(s.arg).insert());
           ++events;
           break;
         case trace::SlotKind::kCounter: {
           double v;
           std::memcpy(&v, &s.value, sizeof v);
-          TC_RETURN_IF_ERROR(
-              writer.row(store::schema::counters).null().i64(rr.utid).i64(static_cast<int64_t>(ts)).i64(s.loc).f64(v).insert());
+          if (writing()) keep(writer.row(store::schema::counters).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).f64(v).insert());
           ++events;
           if (s.loc == live_bytes_loc && v > live.peak_live_bytes) live.peak_live_bytes = v;
           break;
         }
         case trace::SlotKind::kLocationDef: {
-          const char* p = read_payload(slots, mask, i + 1, s.extra, static_cast<uint64_t>(s.arg));
-          std::string_view name(p);
-          std::string_view file(p + name.size() + 1);
-          std::string_view function(p + name.size() + file.size() + 2);
-          TC_RETURN_IF_ERROR(writer.row(store::schema::locations).i64(s.loc).text(name).text(file).text(function).i64(s.value).insert());
-          if (name == "memory.live_bytes") live_bytes_loc = s.loc;
+          // "name\0file\0function\0", each field ended inside the payload.
+          std::string_view field[3];
+          uint64_t at = 0;
+          for (auto& f : field) {
+            const void* nul = at < bytes ? std::memchr(p + at, '\0', bytes - at) : nullptr;
+            if (nul == nullptr) return "a location definition at position " + std::to_string(i) + " lacks its three NUL-ended strings";
+            f = std::string_view(p + at, static_cast<size_t>(static_cast<const char*>(nul) - (p + at)));
+            at += f.size() + 1;
+          }
+          if (writing()) keep(writer.row(store::schema::locations).i64(s.loc).text(field[0]).text(field[1]).text(field[2]).i64(s.value).insert());
+          if (field[0] == "memory.live_bytes") live_bytes_loc = s.loc;
           break;
         }
         case trace::SlotKind::kStringDef: {
-          const char* p = read_payload(slots, mask, i + 1, s.extra, static_cast<uint64_t>(s.arg));
-          std::string_view text(p, static_cast<size_t>(s.arg));
+          std::string_view text(p, static_cast<size_t>(bytes));
           strings[s.loc] = std::string(text);
-          TC_RETURN_IF_ERROR(writer.row(store::schema::strings).i64(s.loc).text(text).insert());
+          if (writing()) keep(writer.row(store::schema::strings).i64(s.loc).text(text).insert());
           break;
         }
         case trace::SlotKind::kRecord: {
-          // The payload size comes from shared memory: never read past the slots it occupies.
-          uint64_t bytes = std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(s.arg, 0)), uint64_t{s.extra} * sizeof(trace::Slot));
-          const char* p = read_payload(slots, mask, i + 1, s.extra, bytes);
+          if (bytes % sizeof(int64_t) != 0) return "a record of " + std::to_string(bytes) + " bytes is not whole 64-bit fields";
           size_t n = static_cast<size_t>(bytes / sizeof(int64_t));
           const trace::RecordDecl* decl = trace::record_decl(static_cast<uint16_t>(s.loc));
-          if (decl == nullptr) {
+          if (decl == nullptr || s.loc > 0xffff) {
             ++unknown_records;
             break;
           }
           if (n != decl->fields.size()) {
             // Stored padded or cut, every later column would hold the wrong field.
             ++malformed[{rr.utid, static_cast<uint16_t>(s.loc), n}];
-            ++malformed_total;
+            malformed_total = trace::sat_add(malformed_total, 1);
             break;
           }
           std::vector<int64_t> fields(n);
           std::memcpy(fields.data(), p, n * sizeof(int64_t));
           count_record(static_cast<uint16_t>(s.loc), fields);
-          auto done = write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, false);
-          if (!done.ok()) return done.status();
-          if (!*done) pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
+          bool force = pending.size() >= kMaxPending;
+          if (!write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, force)) {
+            pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
+          }
           break;
         }
         case trace::SlotKind::kThreadName: {
@@ -374,22 +623,22 @@ struct Collector::Impl {
           break;
         }
         default:
-          ++unknown_records;
-          break;
+          break;  // not reached: checked above
       }
-      if (kind != trace::SlotKind::kLocationDef && kind != trace::SlotKind::kStringDef && kind != trace::SlotKind::kRecord) {
+      if (!has_payload) {
         rr.last_ts = ts;
         proc.start_ts = std::min<uint64_t>(proc.start_ts, ts);
         proc.end_ts = std::max<uint64_t>(proc.end_ts, ts);
       }
       i += 1 + s.extra;
+      done = i - from;
     }
-    return Status::Ok();
+    return {};
   }
 
   // Writes a record's row, or returns false when it names a string whose
   // definition has not been read yet (it sits in another thread's ring).
-  StatusOr<bool> write_record(uint16_t kind, int64_t utid, const int64_t* f, size_t n, bool force) {
+  bool write_record(uint16_t kind, int64_t utid, const int64_t* f, size_t n, bool force) {
     const trace::RecordDecl* decl = trace::record_decl(kind);
     const store::TableDecl* table = store::schema::record_table(kind);
     if (decl == nullptr || table == nullptr || n != decl->fields.size()) {
@@ -407,6 +656,7 @@ struct Collector::Impl {
       auto name = strings.find(static_cast<uint32_t>(f[0])), value = strings.find(static_cast<uint32_t>(f[1]));
       if (name == strings.end() || value == strings.end() || !env_written.insert(name->second + "=" + value->second).second) return true;
     }
+    if (!writing()) return true;
     auto row = writer.row(*table);
     row.null();
     if (decl->utid_doc.size()) row.i64(utid);
@@ -439,54 +689,137 @@ struct Collector::Impl {
         }
       }
     }
-    TC_RETURN_IF_ERROR(row.insert());
+    keep(row.insert());
     return true;
   }
 
-  Status retry_pending(bool force) {
+  void retry_pending(bool force) {
     size_t kept = 0;
     for (PendingRecord& p : pending) {
-      auto done = write_record(p.kind, p.utid, p.fields.data(), p.fields.size(), force);
-      if (!done.ok()) return done.status();
-      if (!*done) pending[kept++] = std::move(p);
+      if (!write_record(p.kind, p.utid, p.fields.data(), p.fields.size(), force)) pending[kept++] = std::move(p);
     }
     pending.resize(kept);
-    return Status::Ok();
   }
 
-  StatusOr<uint64_t> drain_once() {
+  void commit_now(uint64_t now) {
+    last_commit_ns = now;
+    if (!writing() || writer.rows_written() == rows_at_last_commit) return;
+    // The run row with the counts so far: a store whose collector is killed
+    // says how much it holds.
+    keep(write_run(nullptr, events));
+    keep(writer.commit());
+    rows_at_last_commit = writer.rows_written();
+  }
+
+  uint64_t drain_once() {
     uint64_t now = trace::monotonic_ns();
     if (now - last_resync_ns > 100'000'000) {
       clock.resync();
       last_resync_ns = now;
     }
-    region.header().collector_heartbeat.fetch_add(1, std::memory_order_relaxed);
+    trace::RegionHeader& header = region.header();
+    header.collector_heartbeat.fetch_add(1, std::memory_order_relaxed);
     uint64_t consumed = 0;
-    const uint64_t capacity = region.header().ring_capacity;
-    for (uint32_t r = 0; r < region.header().ring_count; ++r) {
+    for (uint32_t r = 0; r < ring_count; ++r) {
+      RingCursor& cur = cursors[r];
+      if (cur.abandoned) continue;
       trace::RingHeader& h = region.ring(r);
-      auto state = static_cast<trace::RingState>(h.state.load(std::memory_order_acquire));
+      const uint32_t state_raw = h.state.load(std::memory_order_acquire);
+      const auto state = static_cast<trace::RingState>(state_raw);
       if (state == trace::RingState::kFree || state == trace::RingState::kClaiming) continue;
+      if (state != trace::RingState::kActive && state != trace::RingState::kRetired) {
+        abandon(r, "its state reads " + std::to_string(state_raw) + ", not one the collector left it in", capacity);
+        continue;
+      }
       RingReader& rr = rings[r];
-      if (!rr.known || rr.claims != h.claims.load(std::memory_order_relaxed)) TC_RETURN_IF_ERROR(new_thread(rr, h));
-      uint64_t from = h.read.load(std::memory_order_relaxed);
-      uint64_t to = h.write.load(std::memory_order_acquire);
+      if (!rr.known || rr.claims != h.claims.load(std::memory_order_relaxed)) {
+        if (rr.known) close_open_ranges(rr);
+        new_thread(rr, h);
+      }
+      const uint64_t from = cur.read;
+      const uint64_t to = h.write.load(std::memory_order_acquire);
+      if (to < from) {
+        abandon(r, "its write counter went backwards (from " + std::to_string(from) + " to " + std::to_string(to) + ")", 1);
+        continue;
+      }
+      if (to - from > capacity) {
+        abandon(r, "its write counter is " + std::to_string(to - from) + " slots past the read position, beyond the ring's " +
+                       std::to_string(capacity),
+                capacity);
+        continue;
+      }
       if (to != from) {
-        TC_RETURN_IF_ERROR(consume(rr, region.slots(r), capacity - 1, from, to));
+        uint64_t done = 0;
+        std::string bad = consume(r, rr, from, to, done);
+        consumed += done;
+        cur.read = from + done;
+        if (!bad.empty()) {
+          abandon(r, bad, to - from - done);
+          continue;
+        }
         h.read.store(to, std::memory_order_release);
-        consumed += to - from;
       }
       if (state == trace::RingState::kRetired && h.write.load(std::memory_order_acquire) == to) {
-        TC_RETURN_IF_ERROR(close_open_ranges(rr));
-        uint64_t d = h.dropped.exchange(0, std::memory_order_relaxed);
-        if (d) dropped_by_thread.emplace_back(rr.utid, d);
-        retired_dropped += d;
+        close_open_ranges(rr);
+        take_ring_drops(rr, h, /*reset=*/true);
         rr.known = false;
         h.state.store(static_cast<uint32_t>(trace::RingState::kFree), std::memory_order_release);
+        header.rings_freed.fetch_add(1, std::memory_order_release);
       }
     }
-    if (!pending.empty()) TC_RETURN_IF_ERROR(retry_pending(false));
+    if (!pending.empty()) retry_pending(false);
+    if (now - last_commit_ns >= kCommitEveryNs) commit_now(now);
     return consumed;
+  }
+
+  // ---- the end
+
+  void write_dropped(int64_t utid, uint64_t count, const std::string& reason) {
+    auto row = writer.row(store::schema::dropped);
+    row.null();
+    if (utid > 0) row.i64(threads[static_cast<size_t>(utid - 1)].upid).i64(utid); else row.null().null();
+    keep(row.i64(trace::count_column(count)).text(reason).insert());
+  }
+
+  bool file_size_limited() const {
+    rlimit limit{};
+    return ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  }
+
+  std::string store_loss_reason() const {
+    double at = store_failed_ns > info.start_ts ? static_cast<double>(store_failed_ns - info.start_ts) / 1e9 : 0;
+    char when[32];
+    std::snprintf(when, sizeof when, "%.1f", at);
+    return std::string(file_size_limited() ? "disk full (file size limit, ulimit -f)" : "disk full") + ": the store filled up " + when +
+           " s into the run; events after that were not stored";
+  }
+
+  // Rows that end the run: processes, threads, dropped, run.
+  void write_end_rows(const RunEnd& end) {
+    for (const ProcessRow& p : processes) keep(process_row(p).insert());
+    for (const ThreadRow& t : threads) keep(thread_row(t).insert());
+    for (const auto& [utid, by] : dropped_by_thread) {
+      for (uint32_t k = 0; k < trace::kDropReasons; ++k) {
+        if (by[k]) write_dropped(utid, by[k], drop_reason_text(static_cast<trace::DropReason>(k)));
+      }
+    }
+    for (const DroppedRow& a : abandoned) write_dropped(a.utid, a.count, a.reason);
+    if (uint64_t n = region.header().dropped_no_ring.load(); n) write_dropped(0, n, "no free ring: more threads than rings");
+    if (unmatched_ends) write_dropped(0, unmatched_ends, "range end without a begin");
+    if (too_deep) write_dropped(0, too_deep, "ranges nested deeper than " + std::to_string(kMaxOpen) + " on one thread (not stored)");
+    if (unresolved_strings) write_dropped(0, unresolved_strings, "string named by a record but never defined (stored as NULL)");
+    for (const auto& [key, count] : malformed) {
+      const auto& [utid, kind, fields] = key;
+      const trace::RecordDecl* decl = trace::record_decl(kind);
+      write_dropped(utid, count,
+                    "record of kind " + std::string(decl->table) + " with " + std::to_string(fields) + " fields, expected " +
+                        std::to_string(decl->fields.size()));
+    }
+    if (unknown_records) write_dropped(0, unknown_records, "record of a kind this tc does not know");
+    if (still_recording) write_dropped(0, 0, "still recording when the run ended: a process of the run kept filling the rings; its later events were not collected");
+    if (uint64_t lost = events_lost_to_store()) write_dropped(0, lost, store_loss_reason());
+    for (const std::string& why : notes) write_dropped(0, 0, why);
+    keep(write_run(&end, store_failed() ? events_kept() : events));
   }
 };
 
@@ -496,86 +829,121 @@ Collector::Collector(trace::Region& region, store::Writer& writer, RunInfo info)
 Collector::~Collector() = default;
 
 Status Collector::begin() {
-  TC_RETURN_IF_ERROR(impl_->write_run(nullptr));
-  for (const auto& [name, value] : impl_->info.env) {
-    if (!impl_->env_written.insert(name + "=" + value).second) continue;
-    TC_RETURN_IF_ERROR(impl_->writer.row(store::schema::run_env).null().text(name).text(value).insert());
+  Impl& m = *impl_;
+  handle_file_size_limit();
+  trace::RegionHeader& h = m.region.header();
+  h.collector_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+  h.collector_state.store(static_cast<uint32_t>(trace::CollectorState::kRunning), std::memory_order_release);
+  m.registered = true;
+  TC_RETURN_IF_ERROR(m.write_run(nullptr, 0));
+  for (const auto& [name, value] : m.info.env) {
+    if (!m.env_written.insert(name + "=" + value).second) continue;
+    TC_RETURN_IF_ERROR(m.writer.row(store::schema::run_env).null().text(name).text(value).insert());
   }
-  return impl_->writer.commit();
+  TC_RETURN_IF_ERROR(m.writer.commit());
+  m.last_commit_ns = trace::monotonic_ns();
+  m.rows_at_last_commit = m.writer.rows_written();
+  return Status::Ok();
 }
 
 StatusOr<uint64_t> Collector::drain() { return impl_->drain_once(); }
 
+Status Collector::flush() {
+  Impl& m = *impl_;
+  m.drain_once();
+  m.commit_now(trace::monotonic_ns());
+  return m.discarding ? m.store_error : Status::Ok();
+}
+
 Status Collector::finish(const RunEnd& end) {
   Impl& m = *impl_;
-  // Drain until a pass finds nothing: threads of a live process may still write.
+  struct Stop {
+    Impl& m;
+    ~Stop() { m.region.header().collector_state.store(static_cast<uint32_t>(trace::CollectorState::kStopped), std::memory_order_release); }
+  } stop{m};
+  // Drain until a pass finds nothing: threads of a live process may still
+  // write. Bounded: after the first pass, at most one more region's worth.
+  uint64_t after_first = 0;
+  const uint64_t region_slots = uint64_t{m.ring_count} * m.capacity;
   for (int pass = 0; pass < 1000; ++pass) {
-    auto n = m.drain_once();
-    if (!n.ok()) return n.status();
-    if (*n == 0) break;
-  }
-  TC_RETURN_IF_ERROR(m.retry_pending(true));
-  for (uint32_t r = 0; r < m.region.header().ring_count; ++r) {
-    RingReader& rr = m.rings[r];
-    if (!rr.known) continue;
-    TC_RETURN_IF_ERROR(m.close_open_ranges(rr));
-    uint64_t d = m.region.ring(r).dropped.load(std::memory_order_relaxed);
-    if (d) m.dropped_by_thread.emplace_back(rr.utid, d);
-  }
-  for (const ProcessRow& p : m.processes) {
-    auto row = m.writer.row(store::schema::processes);
-    row.i64(p.upid).i64(p.pid);
-    std::string comm;
-    if (FILE* f = std::fopen(("/proc/" + std::to_string(p.pid) + "/comm").c_str(), "r")) {
-      char buf[64] = {};
-      if (std::fgets(buf, sizeof buf, f)) comm = buf;
-      std::fclose(f);
-      if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    uint64_t n = m.drain_once();
+    if (n == 0) break;
+    if (pass > 0 && (after_first += n) > region_slots) {
+      m.still_recording = true;
+      break;
     }
-    if (comm.empty() && !m.info.command.empty()) comm = std::filesystem::path(m.info.command[0]).filename().string();
-    row.text(comm);
-    if (p.start_ts == UINT64_MAX) row.null().null(); else row.i64(static_cast<int64_t>(p.start_ts)).i64(static_cast<int64_t>(p.end_ts));
-    TC_RETURN_IF_ERROR(row.insert());
   }
-  for (const ThreadRow& t : m.threads) {
-    auto row = m.writer.row(store::schema::threads);
-    row.i64(t.utid).i64(t.upid).i64(t.tid);
-    if (t.name.empty()) row.null(); else row.text(t.name);
-    TC_RETURN_IF_ERROR(row.insert());
-  }
-  for (const auto& [utid, count] : m.dropped_by_thread) {
-    int64_t upid = m.threads[static_cast<size_t>(utid - 1)].upid;
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().i64(upid).i64(utid).i64(static_cast<int64_t>(count)).text("ring full: the collector fell behind").insert());
-  }
-  if (uint64_t n = m.region.header().dropped_no_ring.load(); n) {
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(n)).text("no free ring: more threads than rings").insert());
-  }
-  if (m.unmatched_ends) {
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unmatched_ends)).text("range end without a begin").insert());
-  }
-  if (m.unresolved_strings) {
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unresolved_strings)).text("string named by a record but never defined (stored as NULL)").insert());
-  }
-  for (const auto& [key, count] : m.malformed) {
-    const auto& [utid, kind, fields] = key;
-    const trace::RecordDecl* decl = trace::record_decl(kind);
-    std::string reason = "record of kind " + std::string(decl->table) + " with " + std::to_string(fields) + " fields, expected " +
-                         std::to_string(decl->fields.size());
-    int64_t upid = m.threads[static_cast<size_t>(utid - 1)].upid;
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().i64(upid).i64(utid).i64(static_cast<int64_t>(count)).text(reason).insert());
-  }
-  if (m.unknown_records) {
-    TC_RETURN_IF_ERROR(m.writer.row(store::schema::dropped).null().null().null().i64(static_cast<int64_t>(m.unknown_records)).text("record of a kind this tc does not know").insert());
+  m.retry_pending(true);
+  for (uint32_t r = 0; r < m.ring_count; ++r) {
+    RingReader& rr = m.rings[r];
+    if (!rr.known || m.cursors[r].abandoned) continue;
+    m.close_open_ranges(rr);
+    m.take_ring_drops(rr, m.region.ring(r), /*reset=*/false);
   }
   RunEnd final_end = end;
-  if (m.total_dropped() > 0) final_end.complete = false;
-  TC_RETURN_IF_ERROR(m.write_run(&final_end));
-  return m.writer.finalize();
+  const std::string& path = m.writer.path();
+  if (!m.discarding) {
+    if (m.total_dropped() > 0 || !m.abandoned.empty() || m.still_recording || !m.notes.empty()) final_end.complete = false;
+    m.write_end_rows(final_end);
+    if (!m.discarding) {
+      Status s = m.writer.finalize();
+      if (s.ok()) return s;
+      if (s.message().find("removed while") != std::string::npos) return s;
+      m.keep(s);
+      // The indexes did not fit (or the last commit failed): the rows are
+      // committed; say so in the store if there is room for it.
+      if (m.writer.recover().ok()) {
+        final_end.complete = false;
+        m.discarding = false;
+        if (uint64_t lost = m.events_lost_to_store()) {
+          m.write_dropped(0, lost, m.store_loss_reason());
+        } else {
+          m.write_dropped(0, 0, std::string(m.file_size_limited() ? "disk full (file size limit, ulimit -f)" : "disk full") +
+                                    " at the end of the run: every event was kept, the indexes were not built");
+        }
+        m.keep(m.write_run(&final_end, m.events_kept()));
+        (void)m.writer.close();
+      }
+      return {StatusCode::kIoError, path + ": " + std::string(m.file_size_limited() ? "disk full (file size limit, ulimit -f)" : "disk full") +
+                                        " at the end of the run: kept " + with_commas(m.events_kept()) + " of " + with_commas(m.events) +
+                                        " events, indexes not built; the store is valid and marked incomplete"};
+    }
+  }
+  // The store failed during the run: keep what was committed, and try to say
+  // why in it, in the space the writer held back.
+  final_end.complete = false;
+  const Status first = m.store_error;
+  const uint64_t lost = m.events_lost_to_store();
+  bool marked = false;
+  // First in the space the reserve file gave back (a full file system); if
+  // that is not enough, with the WAL folded into the store file (a file size
+  // limit: the WAL itself is at the limit).
+  for (bool fold : {false, true}) {
+    if (marked || !m.writer.recover(fold).ok()) continue;
+    m.discarding = false;  // a failure below sets it again
+    m.write_dropped(0, lost, m.store_loss_reason());
+    for (const ProcessRow& p : m.processes) m.keep(m.process_row(p).insert());
+    for (const ThreadRow& t : m.threads) m.keep(m.thread_row(t).insert());
+    m.keep(m.write_run(&final_end, m.events_kept()));
+    m.keep(m.writer.commit());
+    marked = !m.discarding;
+  }
+  (void)m.writer.close();
+  m.discarding = true;
+  m.store_error = first;
+  std::string what = m.file_size_limited() ? "disk full (file size limit, ulimit -f)" : "disk full";
+  if (first.message().find("disk full") == std::string::npos && first.message().find("ulimit") == std::string::npos) {
+    what = "the store failed (" + first.message() + ")";
+  }
+  return {StatusCode::kIoError, path + ": " + what + ": kept " + with_commas(m.events_kept()) + " of " + with_commas(m.events) + " events" +
+                                    (marked ? "; the store is valid and marked incomplete" : "; the store is valid but could not be marked incomplete")};
 }
+
+void Collector::note_incomplete(std::string reason) { impl_->notes.push_back(std::move(reason)); }
 
 CollectorStats Collector::stats() const {
   CollectorStats s = impl_->live;
-  s.events = impl_->events;
+  s.events = impl_->store_failed() ? impl_->events_kept() : impl_->events;
   s.dropped = impl_->total_dropped();
   s.threads = impl_->threads.size();
   s.processes = impl_->processes.size();

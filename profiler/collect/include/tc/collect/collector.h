@@ -8,7 +8,24 @@
 //   TC_RETURN_IF_ERROR(c.finish(end));   // final drain, open ranges closed with dur -1, store finalized
 //
 // One thread calls a Collector at a time. It owns no thread itself; tc-profile
-// drives it from its main loop and the in-process collector from its own thread.
+// drives it from its main loop and the in-process collector (TC_PROFILE=) from
+// a collector process of its own.
+//
+// Guarantees:
+// - Nothing in the ring memory is trusted (the program can write all of it):
+//   no crash, no hang, bounded work per pass. A ring found inconsistent is
+//   abandoned: what was read before stays, the rest is counted in the dropped
+//   table with the reason, and the run is marked incomplete.
+// - Producers wait for this collector, never drop, while it lives: begin()
+//   registers this process in the region, finish() (or the destructor) says
+//   it stopped.
+// - Rows are committed at least twice a second while they arrive, so a
+//   collector killed outright loses at most the last second.
+// - A failing store (disk full, ulimit -f) does not stop draining: what was
+//   committed stays, later events are counted; finish() marks the run
+//   incomplete with the reason and returns one line naming the path and what
+//   was kept. begin() handles SIGXFSZ in this process (the default would kill
+//   it) unless the process chose a disposition already.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +72,7 @@ struct RunEnd {
 
 struct CollectorStats {
   uint64_t events = 0;   // ranges + instants + counters written
-  uint64_t dropped = 0;  // events producers could not write (full ring for too long, no ring)
+  uint64_t dropped = 0;  // events lost (see the dropped table's reasons), saturating
   uint64_t threads = 0;
   uint64_t processes = 0;
   // What the compiler has reported so far (for tc-profile's status line).
@@ -72,14 +89,24 @@ class Collector {
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
 
-  // Writes the run row (marked incomplete until finish()).
+  // Registers as the region's collector and writes the run row (marked
+  // incomplete until finish()).
   Status begin();
-  // One pass over every ring; returns the number of slots consumed.
+  // One pass over every ring; returns the number of slots consumed. Commits
+  // when the last commit is 500 ms old. A store failure is kept for finish().
   StatusOr<uint64_t> drain();
-  // Drains until every ring is empty, closes ranges that never ended
-  // (dur = -1), writes processes, threads, dropped counts and the run row,
-  // and finalizes the store.
+  // One pass, then a commit: every event published before the call is in the
+  // store when it returns. The store's error, if it failed.
+  Status flush();
+  // Drains until every ring is empty (bounded: a process still recording is
+  // cut off and noted), closes ranges that never ended (dur = -1), writes
+  // processes, threads, dropped counts and the run row, and finalizes the
+  // store. kIoError with one line if the store failed (see above).
   Status finish(const RunEnd& end);
+  // Why the run is incomplete where its exit status cannot say (the
+  // in-process collector could not learn it): finish() writes it to the
+  // dropped table with count 0 and marks the run incomplete.
+  void note_incomplete(std::string reason);
 
   CollectorStats stats() const;
 

@@ -18,8 +18,17 @@
 //   or a StaticString's first use in a session gets an id (once, under a lock).
 // - Profiling off (no TC_PROFILE, no tc-profile, no start()): each macro costs
 //   one predictable branch. Built with -DTC_TRACE=OFF: each macro is nothing.
-// - A full ring makes the producer wait for the collector (bounded); events
-//   that still cannot be written are dropped and counted, never lost silently.
+// - A full ring makes the producer wait for the collector for as long as the
+//   collector lives (back-pressure: a live collector never causes drops, however
+//   slow it is). Events are dropped, and counted per reason, only when the
+//   collector has exited or stopped, when it abandoned the ring, or when no
+//   collector drains the region at all; never lost silently.
+// - A thread that found no free ring records nothing until one is freed; it
+//   looks again when the collector frees a ring and every 4096 events.
+// - Names and strings (intern(), location_id(), sites) are kept whole up to
+//   64 KiB each (less in rings under 4096 slots: at most half the ring); a longer one is cut
+//   at a UTF-8 boundary and ends in "…[cut at N of M bytes]". A NUL byte in
+//   one is stored as the two characters "\0".
 // - Timestamps are read from the TSC where it is invariant, else from
 //   CLOCK_MONOTONIC; the collector converts them to CLOCK_MONOTONIC ns.
 #pragma once
@@ -76,7 +85,8 @@ struct Producer {
   uint64_t write = 0;
   uint64_t cached_read = 0;
   uint32_t session = 0;
-  bool stalled = false;  // the collector stopped draining; drop without waiting
+  bool stalled = false;      // the collector stopped draining; drop without waiting
+  uint32_t stall_reason = 0; // DropReason of the drops while stalled
 };
 // initial-exec TLS: one %fs-relative load, no __tls_get_addr call. constinit
 // tells the compiler there is no dynamic initializer to run first.
@@ -166,7 +176,14 @@ inline StringId intern(StaticString& s) noexcept {
 // std::source_location) and returns its id for the *_at() calls and for Loc
 // fields of records. Locks once per distinct (name, file, line, function);
 // cached afterwards. LocationId{} while recording is off.
-LocationId location_id(std::string_view name, const std::source_location& where) noexcept;
+// The same from its parts. (std::source_location is missing where the
+// compiler lacks its builtin, e.g. clang 14 with libstdc++ 12: the fuzz build.)
+LocationId location_id(std::string_view name, std::string_view file, uint32_t line, std::string_view function) noexcept;
+#if defined(__cpp_lib_source_location)
+inline LocationId location_id(std::string_view name, const std::source_location& where) noexcept {
+  return location_id(name, where.file_name(), where.line(), where.function_name());
+}
+#endif
 
 // Same as the macros, for a location id from location_id().
 void instant_at(LocationId location, int64_t arg) noexcept;
@@ -197,7 +214,8 @@ void set_thread_name(std::string_view name) noexcept;
 // Current timestamp in the recording clock's ticks (TSC or ns).
 uint64_t now() noexcept;
 
-// Events this process dropped so far (full ring for too long, or no free ring).
+// Events this process dropped so far (saturating): no free ring, or a full
+// ring whose collector is gone, abandoned it, or never came.
 uint64_t dropped_events() noexcept;
 
 // Blocks until every event recorded so far by this process has been written
