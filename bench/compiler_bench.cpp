@@ -252,7 +252,7 @@ std::string fmt(double v, const char* f = "%.2f") {
 int main(int argc, char** argv) {
   std::string child, model_opt = "both", jax_python, cache_dir, baseline;
   int rounds = 5, steps = 30;
-  bool no_torch = false;
+  bool no_torch = false, recording = false;
   CLI::App app{"Training-step time of tc (compiled, eager) vs libtorch and JAX jit on the CPU: an MLP\n"
                "784-512-512-10 (batch 128) and a Transformer encoder layer (batch 16, seq 64, d 128),\n"
                "SGD, fp32. Each contender runs in its own child process with the thread settings shown;\n"
@@ -264,6 +264,8 @@ int main(int argc, char** argv) {
   app.add_option("--jax-python", jax_python,
                  "Python with jax installed (runs bench/jax_peer.py); empty: no JAX column")->capture_default_str();
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
+  app.add_flag("--recording", recording,
+               "Add tc compiled while recording into a store (TC_PROFILE: every kernel timed): what profiling costs a step");
   app.add_option("--baseline", baseline,
                  "Another build's tc-bench-compiler: its tc compiled runs as one more contender (before/after a change, "
                  "in one run)");
@@ -319,6 +321,12 @@ int main(int argc, char** argv) {
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "1"}}});
       cs.push_back({"libtorch 1.13", "OMP 2, BLAS 2", {self, "--child", "torch", "--model", model, "--steps", st},
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
+    }
+    if (recording) {
+      std::string store = (fs::temp_directory_path() / ("tc-bench-recording-" + std::to_string(::getpid()) + ".tcdb")).string();
+      cs.push_back({"tc recording", "OMP 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st},
+                    {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}, {"TC_PROFILE", store},
+                     {"TC_PROFILE_QUIET", "1"}}});
     }
     if (!baseline.empty()) {
       std::string base_cold = cold.string() + "-baseline";
