@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -210,6 +211,22 @@ TEST(Launcher, SurvivesAProgramWritingOverItsRings) {
       << "every event read before the scribbling is kept";
   EXPECT_GE(scalar(*r, "SELECT count(*) FROM dropped WHERE reason LIKE 'ring % abandoned: %'"), 1) << reasons(*r);
   EXPECT_EQ(scalar(*r, "SELECT complete FROM run"), 0);
+}
+
+// TC_PROFILE= never replaces what is not a regular file: the program runs
+// unrecorded, one line says why, and the FIFO stays a FIFO.
+TEST(InProcess, RefusesAPathThatIsNotARegularFile) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto e = tc::test::run(recorder(10, 1, "return"), {{"TC_PROFILE", fifo}, {"TC_PROFILE_FD", ""}});
+  EXPECT_NE(e.err.find("it exists and is not a regular file"), std::string::npos) << e.err;
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  auto d = tc::test::run(recorder(10, 1, "return"), {{"TC_PROFILE", dir.path().string()}, {"TC_PROFILE_FD", ""}});
+  EXPECT_NE(d.err.find("it exists and is not a regular file"), std::string::npos) << d.err;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -224,6 +225,12 @@ std::string describe(const RunEnd& end) {
 class InProcess {
  public:
   bool start(const char* path) {
+    // Never replace a device, a FIFO or a directory with a store (as root,
+    // TC_PROFILE=/dev/null once turned /dev/null into a regular file).
+    if (struct stat st; ::stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+      std::fprintf(stderr, "tc: cannot record to %s: it exists and is not a regular file; set TC_PROFILE to a store's path (FILE.tcdb)\n", path);
+      return false;
+    }
     std::string error;
     region_ = trace::Region::create_shared(64, 1u << 16, &error, /*inheritable=*/false);
     if (!region_) {
