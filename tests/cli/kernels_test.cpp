@@ -63,6 +63,17 @@ TEST(Kernels, OneLinesProductsHoldTheKernelTime) {
   EXPECT_TRUE(hotspot) << r.out;
   Exit text = tc::test::run({bin("tc-analyze"), "kernels", out, "--by", "site"});
   EXPECT_NE(text.out.find(hot), std::string::npos) << text.out;
+  // The Chrome export has every timed kernel run, each inside an execution.
+  const std::string trace = dir.file("trace.json");
+  Exit x = tc::test::run({bin("tc-analyze"), "export", out, "--format", "chrome", "-o", trace});
+  ASSERT_EQ(x.code, 0) << x.err;
+  tc::test::JsonValue t = tc::test::parse_json(tc::test::read_file(trace));
+  int kernel_events = 0;
+  for (const auto& ev : t["traceEvents"].a)
+    if (ev.has("cat") && ev["cat"].s == "kernel") ++kernel_events;
+  double runs = 0;
+  for (const auto& row : j["kernels"].a) runs += row["calls"].n;
+  EXPECT_EQ(kernel_events, static_cast<int>(runs));
 }
 
 }  // namespace
