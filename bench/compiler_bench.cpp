@@ -1,5 +1,8 @@
 // tc-bench-compiler: training-step time of tc (compiled and eager) against
-// libtorch and JAX, in one harness run that prints one table per model.
+// libtorch, JAX and torch 2.15 (eager and torch.compile, with
+// --torch-python), in one harness run that prints one table per model; with
+// --neighbour busy, the contention table (each contender alone and beside a
+// process spinning on one core).
 //
 // Each contender runs in a child process of this harness with the thread
 // settings it is measured under (they are printed in the table): a library's
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -52,13 +56,15 @@ double median(std::vector<double> v) {
 
 // What one child reports: first-step time, the median of the timed steps, and
 // the loss before and after (a contender that does not learn is not measured).
+// step_max_ms and step_mean_ms show the spikes a median hides (the
+// contention table); a peer that does not print them leaves them NaN.
 struct ChildResult {
-  double first_ms = NAN, step_ms = NAN, loss_first = NAN, loss_last = NAN;
+  double first_ms = NAN, step_ms = NAN, step_max_ms = NAN, step_mean_ms = NAN, loss_first = NAN, loss_last = NAN;
 };
 
 void print_result(const ChildResult& r) {
-  std::printf("RESULT first_ms=%.3f step_ms=%.4f loss_first=%.6f loss_last=%.6f\n", r.first_ms, r.step_ms, r.loss_first,
-              r.loss_last);
+  std::printf("RESULT first_ms=%.3f step_ms=%.4f step_max_ms=%.4f step_mean_ms=%.4f loss_first=%.6f loss_last=%.6f\n",
+              r.first_ms, r.step_ms, r.step_max_ms, r.step_mean_ms, r.loss_first, r.loss_last);
 }
 
 bool parse_result(const std::string& out, ChildResult& r) {
@@ -74,6 +80,8 @@ bool parse_result(const std::string& out, ChildResult& r) {
   if (!m.count("step_ms")) return false;
   r.first_ms = m["first_ms"];
   r.step_ms = m["step_ms"];
+  r.step_max_ms = m.count("step_max_ms") ? m["step_max_ms"] : NAN;
+  r.step_mean_ms = m.count("step_mean_ms") ? m["step_mean_ms"] : NAN;
   r.loss_first = m["loss_first"];
   r.loss_last = m["loss_last"];
   return true;
@@ -97,8 +105,9 @@ Data make_data(std::size_t n_x, std::size_t n_y, int classes) {
 }
 
 constexpr int64_t kMlpBatch = 128, kMlpIn = 784, kMlpHidden = 512, kClasses = 10;
-constexpr int64_t kTfBatch = 16, kTfSeq = 64, kTfDim = 128, kTfHeads = 4, kTfFf = 512;
+constexpr int64_t kTfBatch = 16, kTfDim = 128, kTfHeads = 4, kTfFf = 512;
 constexpr double kLr = 0.01;
+int64_t kTfSeq = 64;  // --seq
 
 // ---- tc ---------------------------------------------------------------------------
 
@@ -116,6 +125,10 @@ ChildResult time_steps(int steps, StepFn&& step) {
     times.push_back(ms_since(t));
   }
   r.step_ms = median(times);
+  r.step_max_ms = *std::max_element(times.begin(), times.end());
+  double sum = 0;
+  for (double t : times) sum += t;
+  r.step_mean_ms = sum / static_cast<double>(times.size());
   r.loss_last = loss;
   return r;
 }
@@ -247,11 +260,78 @@ std::string fmt(double v, const char* f = "%.2f") {
   return b;
 }
 
+// A neighbour that keeps one core busy (`while true`), the way a data loader
+// worker or a logger does; killed when the measurement is done.
+pid_t start_busy_neighbour() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    volatile uint64_t n = 0;
+    for (;;) n = n + 1;
+  }
+  return pid;
+}
+
+void stop(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// The contention table: every round, each contender once alone and once
+// beside a busy neighbour (alternating, so slow drift hits both alike).
+// Columns: medians over rounds of each run's median step, the largest step
+// of any busy run, the mean of the busy runs' mean steps, and the ratios the
+// targets are stated in (busy median / quiet median, busy max / busy median).
+int contention_table(const std::string& model, const std::vector<Contender>& cs, int rounds, int steps) {
+  int failures = 0;
+  std::vector<std::vector<ChildResult>> quiet(cs.size()), busy(cs.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      for (int b = 0; b < 2; ++b) {
+        pid_t n = b ? start_busy_neighbour() : -1;
+        std::string out;
+        ChildResult cr;
+        bool ok = run_child(cs[i], out) && parse_result(out, cr);
+        stop(n);
+        if (!ok) {
+          std::fprintf(stderr, "tc-bench-compiler: %s (%s) failed on %s, round %d%s\n", cs[i].name.c_str(), cs[i].threads.c_str(),
+                       model.c_str(), r + 1, b ? ", busy" : "");
+          ++failures;
+          continue;
+        }
+        (b ? busy : quiet)[i].push_back(cr);
+      }
+    }
+  }
+  std::printf("\n%s: ms per training step alone and beside one busy process (while true) on %ld cores, %d rounds of %d steps\n",
+              model.c_str(), ::sysconf(_SC_NPROCESSORS_ONLN), rounds, steps);
+  std::printf("%-16s %-18s %10s %10s %10s %10s %10s %12s %14s\n", "contender", "threads", "quiet", "quiet max", "busy",
+              "busy mean", "busy max", "busy/quiet", "max/busy med");
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    std::vector<double> q, qmax, bm, bmean;
+    double bmax = NAN;
+    for (auto& c : quiet[i]) q.push_back(c.step_ms), qmax.push_back(c.step_max_ms);
+    for (auto& c : busy[i]) {
+      bm.push_back(c.step_ms);
+      bmean.push_back(c.step_mean_ms);
+      if (std::isnan(bmax) || c.step_max_ms > bmax) bmax = c.step_max_ms;
+    }
+    double qm = median(q), bmed = median(bm);
+    double qmx = qmax.empty() ? NAN : *std::max_element(qmax.begin(), qmax.end());
+    std::printf("%-16s %-18s %10s %10s %10s %10s %10s %12s %14s\n", cs[i].name.c_str(), cs[i].threads.c_str(),
+                fmt(qm, "%.3f").c_str(), fmt(qmx, "%.3f").c_str(), fmt(bmed, "%.3f").c_str(), fmt(median(bmean), "%.3f").c_str(),
+                fmt(bmax, "%.3f").c_str(), fmt(bmed / qm, "%.2fx").c_str(), fmt(bmax / bmed, "%.2fx").c_str());
+  }
+  std::fflush(stdout);
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string child, model_opt = "both", jax_python, cache_dir, baseline;
+  std::string child, model_opt = "both", jax_python, torch_python, cache_dir, baseline, neighbour;
   int rounds = 5, steps = 30;
+  int64_t seq = 64;
   bool no_torch = false, recording = false;
   CLI::App app{"Training-step time of tc (compiled, eager) vs libtorch and JAX jit on the CPU: an MLP\n"
                "784-512-512-10 (batch 128) and a Transformer encoder layer (batch 16, seq 64, d 128),\n"
@@ -263,6 +343,15 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "Timed steps per round, after the first")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--jax-python", jax_python,
                  "Python with jax installed (runs bench/jax_peer.py); empty: no JAX column")->capture_default_str();
+  app.add_option("--torch-python", torch_python,
+                 "Python with torch installed (runs bench/torch_peer.py): adds torch eager and torch.compile (Inductor); "
+                 "empty: no such columns")->capture_default_str();
+  app.add_option("--seq", seq, "Sequence length of the Transformer layer")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--neighbour", neighbour,
+                 "busy: the contention table instead: each contender runs every round once alone and once beside a "
+                 "process spinning on one core (while true), and the table shows the quiet and busy medians, the busy "
+                 "max step and their ratios")
+      ->check(CLI::IsMember({"busy"}));
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
   app.add_flag("--recording", recording,
                "Add tc compiled while recording into a store (TC_PROFILE: every kernel timed): what profiling costs a step");
@@ -272,6 +361,7 @@ int main(int argc, char** argv) {
   app.add_option("--child", child, "(internal) run one contender: tc, tc-eager, torch")->group("");
   app.add_option("--cache-dir", cache_dir, "(internal) tc code cache of the child")->group("");
   CLI11_PARSE(app, argc, argv);
+  kTfSeq = seq;
 
   if (!child.empty()) {
     try {
@@ -297,6 +387,7 @@ int main(int argc, char** argv) {
   fs::path cold = fs::temp_directory_path() / ("tc-bench-cache-" + std::to_string(::getpid()));
   std::string self = self_exe();
   std::string jax_script = fs::path(TC_BENCH_SOURCE_DIR) / "jax_peer.py";
+  std::string torch_script = fs::path(TC_BENCH_SOURCE_DIR) / "torch_peer.py";
   std::vector<std::string> models = model_opt == "both" ? std::vector<std::string>{"mlp", "transformer"}
                                                         : std::vector<std::string>{model_opt};
   bool have_torch = false;
@@ -309,33 +400,51 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const std::string& model : models) {
     std::vector<Contender> cs;
-    std::string st = std::to_string(steps);
+    std::string st = std::to_string(steps), sq = std::to_string(seq);
     // tc: OpenMP for its kernels and OpenBLAS's own threads for sgemm, 2 each (one runs at a time).
-    cs.push_back({"tc compiled", "OMP 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st},
+    cs.push_back({"tc compiled", "pool 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st, "--seq", sq},
                   {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}},
                   cold.string()});
-    cs.push_back({"tc eager", "OMP 2, BLAS 2", {self, "--child", "tc-eager", "--model", model, "--steps", st},
+    cs.push_back({"tc eager", "OMP 2, BLAS 2", {self, "--child", "tc-eager", "--model", model, "--steps", st, "--seq", sq},
                   {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
     if (have_torch) {
-      cs.push_back({"libtorch 1.13", "OMP 2, BLAS 1", {self, "--child", "torch", "--model", model, "--steps", st},
+      cs.push_back({"libtorch 1.13", "OMP 2, BLAS 1", {self, "--child", "torch", "--model", model, "--steps", st, "--seq", sq},
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "1"}}});
-      cs.push_back({"libtorch 1.13", "OMP 2, BLAS 2", {self, "--child", "torch", "--model", model, "--steps", st},
+      cs.push_back({"libtorch 1.13", "OMP 2, BLAS 2", {self, "--child", "torch", "--model", model, "--steps", st, "--seq", sq},
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
     }
     if (recording) {
       std::string store = (fs::temp_directory_path() / ("tc-bench-recording-" + std::to_string(::getpid()) + ".tcdb")).string();
-      cs.push_back({"tc recording", "OMP 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st},
+      cs.push_back({"tc recording", "OMP 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st, "--seq", sq},
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}, {"TC_PROFILE", store},
                      {"TC_PROFILE_QUIET", "1"}}});
     }
     if (!baseline.empty()) {
       std::string base_cold = cold.string() + "-baseline";
-      cs.push_back({"tc baseline", "OMP 2, BLAS 2", {baseline, "--child", "tc", "--model", model, "--steps", st},
+      // An older harness may not know --seq: passed only when it is not the default.
+    std::vector<std::string> base_argv = {baseline, "--child", "tc", "--model", model, "--steps", st};
+    if (seq != 64) base_argv.insert(base_argv.end(), {"--seq", sq});
+    cs.push_back({"tc baseline", "its own 2, BLAS 2", base_argv,
                     {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", base_cold}}, base_cold});
     }
     if (!jax_python.empty())
-      cs.push_back({"JAX jit", "XLA CPU, 2 cores", {jax_python, jax_script, "--model", model, "--steps", st},
+      cs.push_back({"JAX jit", "XLA CPU, 2 cores", {jax_python, jax_script, "--model", model, "--steps", st, "--seq", sq},
                     {{"XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true"}, {"JAX_PLATFORMS", "cpu"}}});
+    if (!torch_python.empty()) {
+      // torch's own intra-op pool (OpenMP), 2 threads; Inductor builds its C++ with g++ into its own cache.
+      std::string inductor_cache = cold.string() + "-inductor";
+      cs.push_back({"torch eager", "OMP 2", {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq},
+                    {{"OMP_NUM_THREADS", "2"}}});
+      cs.push_back({"torch.compile", "OMP 2, inductor",
+                    {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq, "--compile"},
+                    {{"OMP_NUM_THREADS", "2"}, {"TORCHINDUCTOR_CACHE_DIR", inductor_cache}}, inductor_cache});
+    }
+    if (!neighbour.empty()) {
+      failures += contention_table(model, cs, rounds, steps);
+      for (const Contender& c : cs)
+        if (!c.cold_cache.empty()) std::filesystem::remove_all(c.cold_cache);
+      continue;
+    }
 
     std::vector<std::vector<ChildResult>> res(cs.size());
     for (int r = 0; r < rounds; ++r) {
@@ -363,7 +472,8 @@ int main(int argc, char** argv) {
       for (auto& c : res[ref]) v.push_back(c.step_ms);
       ref_ms = median(v);
     }
-    std::printf("\n%s: median ms per training step over %d rounds of %d steps (ratio: vs %s)\n", model.c_str(), rounds, steps,
+    std::printf("\n%s%s: median ms per training step over %d rounds of %d steps (ratio: vs %s)\n", model.c_str(),
+                model == "transformer" ? (" seq " + std::to_string(seq)).c_str() : "", rounds, steps,
                 ref < cs.size() ? (cs[ref].name + ", " + cs[ref].threads).c_str() : "-");
     std::printf("%-16s %-18s %10s %8s %10s %10s %14s %12s\n", "contender", "threads", "ms/step", "ratio", "min", "max",
                 "first step ms", "loss 0 -> N");

@@ -90,7 +90,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--seq", type=int, default=64, help="Transformer sequence length")
     a = ap.parse_args()
+    globals()["TF_SEQ"] = a.seq  # read by transformer_model
     params, loss_fn, x, y = (mlp_model if a.model == "mlp" else transformer_model)(jax.random.PRNGKey(1))
 
     @jax.jit
@@ -109,6 +111,7 @@ def main():
         loss.block_until_ready()
         times.append((time.perf_counter() - t) * 1e3)
     print(f"RESULT first_ms={first_ms:.3f} step_ms={statistics.median(times):.4f} "
+          f"step_max_ms={max(times):.4f} step_mean_ms={statistics.mean(times):.4f} "
           f"loss_first={loss_first:.6f} loss_last={float(loss):.6f}")
 
 

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,9 @@
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
 #include "tc/trace/trace.h"
+#if TC_BENCH_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 namespace tr = tc::trace;
 using Clock = std::chrono::steady_clock;
@@ -93,6 +97,65 @@ double bench_range(tr::Region& region, int reps, int n) {
   drain_everything(region);
   return median(v);
 }
+
+#if TC_BENCH_NVTX
+// NVTX push+pop, in a fork()ed child (NVTX decides once per process whether a
+// tool is attached): with no injection library, or captured by libtc_nvtx
+// into a shared region like tc-profile's, drained between repetitions.
+double bench_nvtx(bool captured, int reps, int n) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::unique_ptr<tr::Region> region;
+    unsetenv("NVTX_INJECTION64_PATH");
+    if (captured) {
+      std::string err;
+      region = tr::Region::create_shared(4, 1u << 16, &err);
+      if (!region) _exit(2);
+      setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
+      std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe");
+      setenv("NVTX_INJECTION64_PATH", (exe.parent_path().parent_path() / "lib" / "libtc_nvtx.so").c_str(), 1);
+    }
+    auto drain = [&] {
+      if (region) drain_everything(*region);
+    };
+    for (int w = 0; w < 4; ++w) {  // warm-up: touch the ring, define the site
+      drain();
+      for (int k = 0; k < n; ++k) {
+        nvtxRangePushA("bench.nvtx");
+        nvtxRangePop();
+      }
+    }
+    std::vector<double> v;
+    for (int r = 0; r < reps; ++r) {
+      drain();
+      auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i) {
+        nvtxRangePushA("bench.nvtx");
+        nvtxRangePop();
+      }
+      v.push_back(ns_since(t0, n));
+    }
+    // Captured means it went into the ring: the last repetition's 2n slots.
+    uint64_t written = 0;
+    if (region) {
+      for (uint32_t i = 0; i < region->header().ring_count; ++i) written += region->ring(i).write.load() - region->ring(i).read.load();
+    }
+    double result = captured && written < 2 * static_cast<uint64_t>(n) ? -2 : median(v);
+    (void)!write(fds[1], &result, sizeof result);
+    _exit(0);
+  }
+  close(fds[1]);
+  double result = -1;
+  if (read(fds[0], &result, sizeof result) != sizeof result) result = -1;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return result;
+}
+#endif
 
 struct Ingest {
   double events_per_s;
@@ -248,6 +311,14 @@ int main(int argc, char** argv) {
   tr::detail::deactivate();
   double off_ns = bench_range(*region, reps, n);
   region.release();
+#if TC_BENCH_NVTX
+  double nvtx_none_ns = bench_nvtx(false, reps, n);
+  double nvtx_ns = bench_nvtx(true, reps, n);
+  if (nvtx_ns < 0) {
+    std::fprintf(stderr, "tc-bench-trace: NVTX was not captured (%s)\n", nvtx_ns == -2 ? "libtc_nvtx did not write the ring" : "the child failed");
+    return 1;
+  }
+#endif
 
   std::string dir = (std::filesystem::temp_directory_path() / "tc-bench-trace").string();
   std::filesystem::create_directories(dir);
@@ -274,6 +345,10 @@ int main(int argc, char** argv) {
   std::printf("| 2 timestamp reads (%-13s)| %8.1f ns      |                 |\n", clock, floor_ns);
   std::printf("| range begin+end, recording on | %8.1f ns      | %5.2fx floor    |\n", on_ns, on_ns / floor_ns);
   std::printf("| range begin+end, recording off| %8.2f ns      |                 |\n", off_ns);
+#if TC_BENCH_NVTX
+  std::printf("| NVTX push+pop, no tool        | %8.2f ns      |                 |\n", nvtx_none_ns);
+  std::printf("| NVTX push+pop, libtc_nvtx     | %8.1f ns      | %5.2fx floor, %4.2fx tc range |\n", nvtx_ns, nvtx_ns / floor_ns, nvtx_ns / on_ns);
+#endif
   std::printf("| raw SQLite insert (%d rows)  | %8.2f M rows/s|                 |\n", rows, median(raw) / 1e6);
   std::printf("| ingest rings -> finalized store| %8.2f M ev/s  | %5.2fx raw      |\n", median(ingest) / 1e6, median(ingest) / median(raw));
   std::printf("\n(ingest: %llu range events from 4 threads per run, written, indexed and finalized)\n", static_cast<unsigned long long>(events));

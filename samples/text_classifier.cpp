@@ -14,7 +14,15 @@
 //   (no --drop-last)       the epoch's short last batch changes dim 0 once it
 //                          is reached; --drop-last or --pad-last-batch fix it.
 // The held-out evaluation always pads its last batch to --batch-size rows.
+//
+// Data-parallel: `mpirun -np 2 tc-sample-text-classifier ...` (tc::dist)
+// splits each batch of --batch-size over the ranks (rank r takes rows r,
+// r + N, ...) and averages the gradients; rank 0 prints and evaluates. With
+// --padding longest each rank pads to its own shard's longest quote, so the
+// ranks compile different shapes at different steps and wait for each other:
+// `tc-analyze run.rank*.tcdb` names the rank and the step.
 #include <CLI/CLI.hpp>
+#include <tc/dist.h>
 #include <tc/tc.h>
 
 #include <algorithm>
@@ -134,16 +142,18 @@ int run(const Config& c, const PaddingPolicy& policy) {
   encode(corpus.train, train_seqs, train_labels);
   encode(corpus.test, test_seqs, test_labels);
 
-  std::printf("data: %zu train / %zu held-out quotes from %s (%s), vocabulary %lld words\n",
+  if (tc::dist::rank() == 0) std::printf("data: %zu train / %zu held-out quotes from %s (%s), vocabulary %lld words\n",
               corpus.train.size(), corpus.test.size(), c.data_dir.c_str(), c.categories.c_str(),
               static_cast<long long>(tok.vocab_size()));
-  std::printf("padding: %s (max_length %lld), batch %lld, %s\n", padding_name(policy.mode),
+  if (tc::dist::rank() == 0) std::printf("padding: %s (max_length %lld), batch %lld, %s\n", padding_name(policy.mode),
               static_cast<long long>(c.max_length), static_cast<long long>(c.batch_size),
               c.drop_last ? "drop last partial batch" : c.pad_last_batch ? "pad last partial batch" : "keep last partial batch");
 
   Classifier model(c, tok.vocab_size(), policy.max_positions(),
                    static_cast<int64_t>(corpus.categories.size()), c.seed * 100 + 1);
   auto params = model.parameters();
+  const int rank = tc::dist::rank(), world = tc::dist::world_size();
+  if (world > 1) tc::dist::broadcast(params);  // equal seeds already: this makes sure
   tc::optim::AdamW opt(params, {.lr = c.lr, .weight_decay = c.weight_decay});
   std::mt19937_64 gen(c.seed);
 
@@ -157,17 +167,26 @@ int run(const Config& c, const PaddingPolicy& policy) {
   for (int64_t epoch = 0; step < total; ++epoch) {
     auto batches = make_batches(train_seqs.size(), bs, c.drop_last, &gen);
     if (batches.empty()) throw std::runtime_error("no training batch: fewer examples than --batch-size with --drop-last");
-    for (const auto& index : batches) {
+    for (const auto& whole : batches) {
       if (step >= total) break;
-      TokenBatch b = make_token_batch(train_seqs, train_labels, index, policy,
-                                      c.pad_last_batch ? c.batch_size : 0);
+      // This rank's rows of the batch (all of it in a world of 1). A batch
+      // with fewer rows than ranks is skipped by every rank alike.
+      if (static_cast<int64_t>(whole.size()) < world) continue;
+      std::vector<std::size_t> index;
+      for (std::size_t i = static_cast<std::size_t>(rank); i < whole.size(); i += static_cast<std::size_t>(world)) index.push_back(whole[i]);
+      const int64_t pad_rows = c.pad_last_batch ? (c.batch_size + world - 1 - rank) / world : 0;
+      TokenBatch b = make_token_batch(train_seqs, train_labels, index, policy, pad_rows);
       tc::Tensor ids = tc::from_host(b.ids, {b.rows, b.len}, "input_ids");
       tc::Tensor labels = tc::from_host(b.labels, {b.rows}, "labels");
       tc::Tensor loss = tc::nn::cross_entropy(model(ids), labels);
-      opt.step(tc::grad(loss, params));
+      if (world > 1) {
+        opt.step(tc::dist::all_reduce_mean(tc::grad(loss, params)));
+      } else {
+        opt.step(tc::grad(loss, params));
+      }
       tc::mark_step();
       ++step;
-      if (c.log_every > 0) {
+      if (c.log_every > 0 && rank == 0) {
         loss_sum += loss.item();  // after mark_step(): free
         ++loss_n;
         if (step % c.log_every == 0 || step == total) {
@@ -182,6 +201,10 @@ int run(const Config& c, const PaddingPolicy& policy) {
     }
   }
   double train_s = seconds_since(t_train);
+  if (rank != 0) {
+    tc::dist::barrier();  // rank 0 evaluates; the others wait for it
+    return 0;
+  }
 
   // ---- held-out evaluation: every batch padded to batch_size rows ----
   model.train(false);
@@ -211,6 +234,7 @@ int run(const Config& c, const PaddingPolicy& policy) {
               acc, static_cast<long long>(correct), static_cast<long long>(seen), base,
               corpus.categories[static_cast<std::size_t>(majority - corpus.test_counts.begin())].c_str(),
               acc - base);
+  if (world > 1) tc::dist::barrier();
   return 0;
 }
 
@@ -259,6 +283,7 @@ int main(int argc, char** argv) {
   policy.max_length = c.max_length;
   policy.buckets = *buckets;
   try {
+    tc::dist::init();  // a world of 1 without mpirun
     return run(c, policy);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tc-sample-text-classifier: %s\n", e.what());

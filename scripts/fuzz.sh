@@ -24,10 +24,28 @@ printf '\x80' >"$corpus/rings/a"
 printf '\x80\x07\x80\x00\xff\xff\xff\xff\xff\xff\x00\x01\x80' >"$corpus/rings/b"
 printf '\x01\x4c\x03\x63\x00\x80' >"$corpus/rings/c"
 printf '\x0b\x0c\x00\xff\xff\xff\xff\x00\x00\x00\x00\x00\x00\x00\x40\x80\x80' >"$corpus/rings/d"
-echo "== fuzz: store reader + analysis (${seconds} s)"
-build-fuzz/bin/fuzz_store -max_total_time="$seconds" -max_len=400000 -timeout=20 -print_final_stats=1 "$corpus/store" 2>&1 | tail -4
-echo "== fuzz: --fail-on parser (${seconds} s)"
-build-fuzz/bin/fuzz_fail_on -max_total_time="$seconds" -max_len=256 -print_final_stats=1 "$corpus/fail_on" 2>&1 | tail -4
-echo "== fuzz: collector over scribbled ring memory (${seconds} s)"
-build-fuzz/bin/fuzz_rings -max_total_time="$seconds" -max_len=1024 -len_control=0 -timeout=20 -print_final_stats=1 "$corpus/rings" 2>&1 | tail -4
+# One target: its whole output goes to a log; on success the final stats are
+# shown, on failure the report (the sanitizer's or the target's own line) and
+# the input that caused it, kept under build-fuzz/crashes/ to reproduce with
+# `build-fuzz/bin/TARGET FILE`.
+mkdir -p build-fuzz/crashes
+fuzz() {
+  local name=$1 title=$2; shift 2
+  echo "== fuzz: ${title} (${seconds} s)"
+  local log="build-fuzz/crashes/${name}.log" rc=0
+  "build-fuzz/bin/${name}" -max_total_time="$seconds" -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/crashes/${name}-" "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: ${name} failed (exit ${rc}); its report:"
+    grep -n -A40 -E '^==[0-9]+==ERROR|^fuzz_[a-z]+: |runtime error|Test unit written|ERROR: libFuzzer|SUMMARY:' "$log" | head -120 || tail -60 "$log"
+    for f in "build-fuzz/crashes/${name}-"*; do
+      [ -f "$f" ] && { echo "input $f ($(wc -c <"$f") bytes):"; od -An -tx1 -v "$f" | head -40; }
+    done
+    exit "$rc"
+  fi
+  tail -4 "$log"
+}
+fuzz fuzz_store "store reader + analysis" -max_len=400000 -timeout=20 "$corpus/store"
+fuzz fuzz_fail_on "--fail-on parser" -max_len=256 "$corpus/fail_on"
+fuzz fuzz_rings "collector over scribbled ring memory" -max_len=1024 -len_control=0 -timeout=20 "$corpus/rings"
 echo "== fuzz: no crash, no sanitizer report"

@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev sqlite3 libcli11-dev libgtest-dev libbenchmark-dev
   libopenblas-dev libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri libglx-mesa0
   xvfb xauth fortunes clang-14 libclang-rt-14-dev
+  openmpi-bin libopenmpi-dev
 )
 # Callers may name more (scripts/bench-compiler.sh: the benchmark's peers).
 read -r -a extra <<<"${TC_SETUP_EXTRA_PACKAGES:-}"

@@ -2,7 +2,9 @@
 # Command 2: set up what is missing, then build and run the whole suite three
 # ways: recording compiled in, recording compiled out (TC_TRACE=OFF), and
 # under AddressSanitizer + UndefinedBehaviorSanitizer; then fuzz the store
-# reader and the --fail-on parser (libFuzzer). GUI tests run under Xvfb.
+# reader and the --fail-on parser (libFuzzer). GUI tests run under Xvfb. The
+# Python-peer tests run in the first suite only (an uninstrumented python
+# cannot load AddressSanitizer's libtc_nvtx).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -14,14 +16,32 @@ run_suite() {  # dir, label, extra ctest arguments
 }
 
 scripts/setup.sh build
+
+# Python peers of the NVTX and framework tests (label "python"): torch
+# (torch.cuda.nvtx runs on a CPU-only machine), the nvtx package and jax[cpu]
+# (it installs beside torch without a conflict: pip check is clean), in a venv
+# of the tests' own; never dependencies of tc.
+venv=.tc-test-venv
+if ! "$venv/bin/python" -c "import torch, nvtx" 2>/dev/null; then
+  python3 -m venv --help >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-venv; }
+  echo "== installing the tests' Python peers (torch, nvtx) into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check torch nvtx numpy
+fi
+if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
+  echo "== installing the tests' Python peer jax[cpu] into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "jax[cpu]"
+fi
+export TC_REQUIRE_PYTHON_PEERS=1
+
 run_suite build "recording on (TC_TRACE=ON)"
 
 scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF
 # The slow tests (a sample trained to its accuracy) run once, in the first suite.
-run_suite build-notrace "recording compiled out (TC_TRACE=OFF)" -LE slow
+run_suite build-notrace "recording compiled out (TC_TRACE=OFF)" -LE 'slow|python'
 
 scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer" -LE slow
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer" -LE 'slow|python'
 
 scripts/fuzz.sh build
 

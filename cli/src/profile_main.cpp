@@ -6,9 +6,11 @@
 // the rings while the program runs, then finalizes the store, written beside
 // the output under a temporary name and renamed over it at the end.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +27,10 @@
 #include <vector>
 
 #include "cli_support.h"
+#include "rank_output.h"
 #include "tc/analysis/format.h"
 #include "tc/collect/collector.h"
+#include "tc/store/output.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
 
@@ -118,15 +122,6 @@ bool lexists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // The file execvp would run for `program`, or "" when there is none.
 std::string find_program(const std::string& program) {
   if (program.find('/') != std::string::npos) return program;
@@ -151,8 +146,8 @@ std::string refuse_output(const std::string& output, bool force, const std::stri
   struct stat st{};
   if (::stat(output.c_str(), &st) == 0) {
     *exists = true;
-    if (!S_ISREG(st.st_mode)) {
-      return output + " is " + file_kind(st.st_mode) + "; tc-profile writes its store only to a regular file, even with --force; choose another path with -o";
+    if (std::string kind = tc::store::not_a_regular_file(output); !kind.empty()) {
+      return output + " is " + kind + "; tc-profile writes its store only to a regular file, even with --force; choose another path with -o";
     }
     if (!force) return output + " already exists; pass --force to overwrite it, or -o to choose another file";
     struct stat prog{};
@@ -175,17 +170,62 @@ std::string refuse_output(const std::string& output, bool force, const std::stri
   return "";
 }
 
-// The store is written to a hidden file beside the output and renamed over
-// it only when it is finished, so a failed run never leaves half a store over
-// a good one. The same directory keeps the rename atomic.
-std::string temp_beside(const std::string& output) {
-  std::filesystem::path p(output);
-  std::string dir = p.parent_path().string();
-  std::string base = (dir.empty() ? "" : dir + "/") + "." + p.filename().string() + ".tc-tmp-" + std::to_string(::getpid());
-  for (int n = 0;; ++n) {
-    std::string candidate = n == 0 ? base : base + "-" + std::to_string(n);
-    if (!lexists(candidate) && !lexists(candidate + "-wal")) return candidate;
+// libtc_nvtx.so as installed with tc-profile: PREFIX/lib beside PREFIX/bin
+// (the build tree has the same layout). "" when it is not there.
+std::string nvtx_library_path() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  std::filesystem::path lib = exe.parent_path().parent_path() / "lib" / "libtc_nvtx.so";
+  struct stat st{};
+  return ::stat(lib.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? lib.string() : "";
+}
+
+// tc's Python start-up hook as installed with tc-profile: PREFIX/lib/tc/python
+// (its sitecustomize.py). "" when it is not there.
+std::string python_hook_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  std::filesystem::path dir = exe.parent_path().parent_path() / "lib" / "tc" / "python";
+  struct stat st{};
+  return ::stat((dir / "sitecustomize.py").c_str(), &st) == 0 && S_ISREG(st.st_mode) ? dir.string() : "";
+}
+
+// A private directory for the frameworks' logs (TORCH_TRACE, the Python
+// hook's JAX log), removed with everything in it when tc-profile ends.
+struct FrameworkLogs {
+  std::string dir;
+  ~FrameworkLogs() {
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
   }
+  bool make() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/tc-profile-XXXXXX";
+    if (::mkdtemp(t.data()) == nullptr) return false;
+    dir = t;
+    return true;
+  }
+  // DIR/name, made; "" when it cannot be.
+  std::string sub(const char* name) {
+    if (dir.empty() && !make()) return "";
+    std::string d = dir + "/" + name;
+    return ::mkdir(d.c_str(), 0700) == 0 ? d : "";
+  }
+};
+
+// Sleeps for `ms`, or less when the program ends first: its pidfd becomes
+// readable. tc-profile used to sleep its 10 ms out after the program had gone
+// (every run paid them, /bin/true's included). Without pidfds (Linux < 5.3)
+// it sleeps.
+void wait_for_program(int pidfd, int ms) {
+  if (pidfd >= 0) {
+    struct pollfd p{pidfd, POLLIN, 0};
+    if (poll(&p, 1, ms) >= 0 || errno == EINTR) return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 // Removes the temporary store (and its side files) unless it was kept or moved.
@@ -194,26 +234,9 @@ struct TempStore {
   bool keep = false;
   ~TempStore() {
     if (keep || path.empty()) return;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal", "-reserve"}) ::unlink((path + suffix).c_str());
+    tc::store::remove_store_files(path);
   }
 };
-
-// Moves a closed store from `temp` to `output`: side files an old store left
-// at `output` first (SQLite would replay an old -wal into the new file), then
-// the -wal the writer had to leave, if any, then the file itself.
-std::string install(const std::string& temp, const std::string& output) {
-  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
-    if (::unlink((output + suffix).c_str()) != 0 && errno != ENOENT) {
-      return "cannot remove " + output + suffix + " (" + std::strerror(errno) + ")";
-    }
-  }
-  ::unlink((temp + "-shm").c_str());  // rebuilt by the next reader
-  if (lexists(temp + "-wal") && ::rename((temp + "-wal").c_str(), (output + "-wal").c_str()) != 0) {
-    return "cannot move " + temp + "-wal to " + output + "-wal (" + std::strerror(errno) + ")";
-  }
-  if (::rename(temp.c_str(), output.c_str()) != 0) return "cannot move " + temp + " to " + output + " (" + std::strerror(errno) + ")";
-  return "";
-}
 
 }  // namespace
 
@@ -228,7 +251,9 @@ int main(int argc, char** argv) {
   bool force = false, debug = false, quiet = false;
   uint32_t rings = 64;
   uint64_t ring_slots = 1u << 16;
-  app.add_option("-o,--output", output, "Store to write (.tcdb); an existing one is replaced only with --force, and only when it is a regular file")
+  app.add_option("-o,--output", output,
+                 "Store to write (.tcdb); an existing one is replaced only with --force, and only when it is a regular file. "
+                 "Under mpirun each rank writes its own: run.tcdb becomes run.rank0.tcdb, run.rank1.tcdb, ...; %r in the path is the rank")
       ->capture_default_str();
   app.add_flag("-f,--force", force, "Overwrite the output if it exists (a regular file only)");
   app.add_flag("--debug", debug, "Set TC_DEBUG=1 in the program: the compiler logs each pass, its time and its kernels");
@@ -237,6 +262,21 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--ring-slots", ring_slots, "Slots of 32 bytes per ring, a power of two")->capture_default_str();
+  std::string step_range;
+  bool no_nvtx = false;
+  app.add_option("--step-range", step_range,
+                 "Take the run's steps from this NVTX (or tc) range's occurrences, for a program that does not call tc::mark_step(), "
+                 "e.g. --step-range train_step");
+  bool no_python_hooks = false, no_framework_logs = false;
+  app.add_flag("--no-python-hooks", no_python_hooks,
+               "Do not put tc's Python start-up hook on the program's PYTHONPATH (by default it marks each optimizer.step() of a "
+               "PyTorch program as a step, records a JAX program's compilations, cache misses, jitted calls and forced evaluations, and "
+               "runs any sitecustomize it hides)");
+  app.add_flag("--no-framework-logs", no_framework_logs,
+               "Do not collect torch.compile's log: by default tc-profile sets TORCH_TRACE to a private directory (removed at the end) "
+               "and imports its compilations, shape changes and graph breaks into the store; a TORCH_TRACE you set is used and kept. "
+               "Nor the JAX log of the Python hook");
+  app.add_flag("--no-nvtx", no_nvtx, "Do not capture the program's NVTX ranges and marks (by default tc-profile sets NVTX_INJECTION64_PATH to libtc_nvtx.so)");
   app.footer(
       "Exit status: the program's own, or 128+N when it died of signal N; 2 for bad usage, 126/127 when the program cannot run; "
       "1 when recording failed (a full disk) and the program exited 0.\n"
@@ -289,8 +329,9 @@ int main(int argc, char** argv) {
   // Refuse before the program starts: an empty path, an existing output (or
   // one that is not a regular file, even with --force), an unwritable place.
   bool existed = false;
+  output = tc::cli::rank_output(output, tc::cli::launcher_rank());  // under mpirun: one store per rank
   if (std::string why = refuse_output(output, force, command[0], &existed); !why.empty()) return fail(2, why);
-  TempStore temp{temp_beside(output)};
+  TempStore temp{tc::store::temp_beside(output)};
   // The writer's messages name the file it writes; the user knows the output.
   auto about_output = [&](const std::string& message) { return replace_all(message, temp.path, output); };
   auto writer = tc::store::Writer::create(temp.path, {.overwrite = false});
@@ -303,7 +344,65 @@ int main(int argc, char** argv) {
   if (debug) setenv("TC_DEBUG", "1", 1);
   tc::collect::RunInfo info = tc::collect::gather_run_info(command, "tc-profile");
   info.cuda = tc::collect::cuda_probe();
+  info.step_range = step_range;
+  // NVTX: our injection library, unless the user attached a tool of their own.
+  std::string nvtx_library;
+  if (const char* user = std::getenv("NVTX_INJECTION64_PATH"); user && *user) {
+    info.nvtx = std::string("user: ") + user;
+    if (!quiet) {
+      std::fprintf(stderr, "tc-profile: NVTX_INJECTION64_PATH is already set (%s); leaving it alone, so NVTX is not captured by tc\n",
+                   tc::analysis::printable(user).c_str());
+    }
+  } else if (no_nvtx) {
+    info.nvtx = "off";
+  } else {
+    nvtx_library = nvtx_library_path();
+    info.nvtx = nvtx_library.empty() ? "off" : "tc";
+    if (nvtx_library.empty() && !quiet) {
+      std::fprintf(stderr, "tc-profile: libtc_nvtx.so is not installed beside tc-profile (../lib); NVTX is not captured\n");
+    }
+  }
+  // Frameworks: torch.compile's structured trace, into the user's TORCH_TRACE
+  // when they chose one (left as it is), else into a private directory.
+  FrameworkLogs framework_logs;
+  std::string torch_trace;
+  bool private_torch_trace = false;
+  if (!no_framework_logs) {
+    if (const char* user = std::getenv("TORCH_TRACE"); user && *user) {
+      torch_trace = user;
+    } else if (torch_trace = framework_logs.sub("torch_trace"); !torch_trace.empty()) {
+      private_torch_trace = true;
+    } else if (!quiet) {
+      std::fprintf(stderr, "tc-profile: cannot make a directory for torch.compile's log (%s); it is not collected\n", std::strerror(errno));
+    }
+  }
+  const std::string hook_dir = no_python_hooks ? std::string() : python_hook_dir();
+  // What the hook writes about JAX (compile stages, cache misses, jitted calls, forced evaluations).
+  std::string jax_log;
+  if (!hook_dir.empty() && !no_framework_logs) {
+    jax_log = framework_logs.sub("jax");
+    if (jax_log.empty() && !quiet)
+      std::fprintf(stderr, "tc-profile: cannot make a directory for the JAX log (%s); it is not collected\n", std::strerror(errno));
+  }
+  // PyTorch/XLA: the hook's log and PyTorch/XLA's own debug output (PT_XLA_DEBUG_LEVEL=2 into
+  // PT_XLA_DEBUG_FILE), both in one private directory; a PT_XLA_DEBUG_* the user set stands (and
+  // then only the hook's log is read).
+  std::string xla_log;
+  bool xla_debug = false;
+  if (!hook_dir.empty() && !no_framework_logs) {
+    xla_log = framework_logs.sub("xla");
+    if (xla_log.empty() && !quiet)
+      std::fprintf(stderr, "tc-profile: cannot make a directory for the PyTorch/XLA log (%s); it is not collected\n", std::strerror(errno));
+    const char* level = std::getenv("PT_XLA_DEBUG_LEVEL");
+    const char* file = std::getenv("PT_XLA_DEBUG_FILE");
+    xla_debug = !xla_log.empty() && !(level && *level) && !(file && *file) && !std::getenv("PT_XLA_DEBUG");
+  }
+  std::string python_path = hook_dir;
+  if (const char* pp = std::getenv("PYTHONPATH"); !hook_dir.empty() && pp && *pp) python_path += std::string(":") + pp;
   auto collector = std::make_unique<tc::collect::Collector>(*region, **writer, std::move(info));
+  if (!torch_trace.empty()) collector->import_torch_trace(torch_trace);
+  if (!jax_log.empty()) collector->import_jax_log(jax_log);
+  if (!xla_log.empty()) collector->import_xla_log(xla_log);
   if (tc::Status s = collector->begin(); !s.ok()) return fail(1, about_output(s.message()));
 
   int exec_pipe[2];
@@ -339,6 +438,15 @@ int main(int argc, char** argv) {
     close(exec_pipe[0]);
     setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
     unsetenv("TC_PROFILE");  // one collector: ours
+    if (!nvtx_library.empty()) setenv("NVTX_INJECTION64_PATH", nvtx_library.c_str(), 1);
+    if (private_torch_trace) setenv("TORCH_TRACE", torch_trace.c_str(), 1);
+    if (!jax_log.empty()) setenv("TC_JAX_LOG_DIR", jax_log.c_str(), 1); else unsetenv("TC_JAX_LOG_DIR");
+    if (!xla_log.empty()) setenv("TC_XLA_LOG_DIR", xla_log.c_str(), 1); else unsetenv("TC_XLA_LOG_DIR");
+    if (xla_debug) {
+      setenv("PT_XLA_DEBUG_LEVEL", "2", 1);
+      setenv("PT_XLA_DEBUG_FILE", (xla_log + "/pt_xla_debug.txt").c_str(), 1);
+    }
+    if (!python_path.empty()) setenv("PYTHONPATH", python_path.c_str(), 1);
     std::vector<char*> args;
     for (std::string& a : command) args.push_back(a.data());
     args.push_back(nullptr);
@@ -348,6 +456,7 @@ int main(int argc, char** argv) {
     _exit(err == ENOENT ? 127 : 126);
   }
   g_child = pid;
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // not reaped yet: a valid pid
   if (g_early) kill(pid, g_early);
   sigprocmask(SIG_SETMASK, &before, nullptr);
   close(exec_pipe[1]);
@@ -363,6 +472,7 @@ int main(int argc, char** argv) {
   auto last_status = started, last_commit = started;
   int wait_status = 0;
   tc::Status record_error;
+  bool said_store_failed = false;
   for (;;) {
     if (record_error.ok()) {
       auto n = collector->drain();
@@ -370,7 +480,17 @@ int main(int argc, char** argv) {
       if (n.ok() && now - last_commit > std::chrono::seconds(1)) {
         // What a killed tc-profile leaves is what was committed: at most a second behind.
         last_commit = now;
-        if (tc::Status s = (*writer)->commit(); !s.ok()) n = s;
+        // A failure here is the store's (a full disk): the collector meets
+        // it too, keeps draining and counting, and finish() marks the store.
+        // Draining must go on: the program's threads wait for ring space as
+        // long as this collector lives. (Stopping here hung tc-profile and
+        // its program for good whenever a store filled up more than a second
+        // into a run that still recorded.)
+        if (tc::Status s = (*writer)->commit(); !s.ok() && live && !said_store_failed) {
+          said_store_failed = true;
+          std::fprintf(stderr, "\r\033[Ktc-profile: the store failed: %s; events are counted until the program ends\n",
+                       tc::analysis::printable(about_output(s.message())).c_str());
+        }
       }
       if (!n.ok()) {
         record_error = n.status();
@@ -380,10 +500,10 @@ int main(int argc, char** argv) {
         // every 10 ms rather than as it comes: on a 2-core machine every
         // wake-up of this process takes a core from the program's threads.
         // A busy producer (a batch of 1/16 of a ring or more) is drained at once.
-        std::this_thread::sleep_for(std::chrono::milliseconds(*n == 0 ? 10 : 5));
+        wait_for_program(pidfd, *n == 0 ? 10 : 5);
       }
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      wait_for_program(pidfd, 20);
     }
     pid_t r = waitpid(pid, &wait_status, WNOHANG);
     if (r == pid) break;
@@ -404,6 +524,7 @@ int main(int argc, char** argv) {
                    with_commas(st.events).c_str());
     }
   }
+  if (pidfd >= 0) close(pidfd);
   if (live) std::fprintf(stderr, "\r\033[K");
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -434,7 +555,7 @@ int main(int argc, char** argv) {
   writer->reset();
 
   if (record_error.ok()) {
-    if (std::string why = install(temp.path, output); !why.empty()) {
+    if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
       temp.keep = true;
       return fail(exit_status != 0 ? exit_status : 1, "the store is complete but " + why + "; it is in " + temp.path);
     }
@@ -461,7 +582,7 @@ int main(int argc, char** argv) {
   if (existed) {
     return fail(code, "recording failed: " + record_error.message() + "; " + output + " was not replaced; what was recorded is in " + temp.path);
   }
-  if (std::string why = install(temp.path, output); !why.empty()) {
+  if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
     return fail(code, "recording failed: " + record_error.message() + "; what was recorded is in " + temp.path + " (" + why + ")");
   }
   return fail(code, "recording failed: " + about_output(record_error.message()) + "; " + output +

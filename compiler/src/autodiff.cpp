@@ -146,6 +146,12 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
     case Op::Cast:
       if (n.inputs[0]->dtype == DType::f32 && n.dtype == DType::f32) r[0] = g;
       break;  // casts through integers carry no gradient
+    case Op::AllReduce:
+      for (bool x : want)
+        if (x)
+          throw Error(std::string("tc::grad: a gradient through tc::dist::all_reduce_mean (") + w.file_name() + ":" +
+                      std::to_string(w.line()) + ") is not supported; average the gradients, not the loss");
+      break;
     default: break;  // leaves, comparisons, one_hot, not: no gradient
   }
   return r;

@@ -96,7 +96,7 @@ struct KExpr {
 };
 
 struct Kernel {
-  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd } kind = Elementwise;
+  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd, Collective } kind = Elementwise;
   int root = -1;        // the CGraph node it produces
   int out_buf = -1;     // Program buffer written
   DType out_dtype = DType::f32;
@@ -124,6 +124,11 @@ struct Kernel {
   // ScatterAdd: out[(o * dim + idx[j]) * inner + c] += value over loop (o, j, c).
   int index = -1;       // the index value (expr) for ScatterAdd
   int64_t dim = 0;
+  // Collective (an Op::AllReduce root, collective.h): the buffers packed, in
+  // order, into out_buf (a buffer may repeat), then the host's all-reduce of
+  // out_buf for the graph's `ordinal`-th collective.
+  std::vector<int> pack;
+  int64_t ordinal = -1;
   std::vector<int> reads;  // buffers read
 };
 

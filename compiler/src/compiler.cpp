@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "collective.h"
 #include "compile.h"
 #include "events.h"
 #include "random.h"
@@ -102,12 +104,16 @@ Lowered lower(const Graph& graph, Trigger trigger) {
   // How many references the cut's nodes hold to each input node.
   std::unordered_map<const Node*, long> refs;
   std::unordered_map<const Node*, const NodePtr*> one_ref;
+  int64_t collectives = 0;
   for (const Node* n : graph.nodes) {
     CNode c;
     c.op = n->op;
     c.dtype = n->dtype;
     c.shape = n->shape;
     c.attrs = n->attrs;
+    // A collective's ordinal: hashed (the signature counts the collectives),
+    // keeps two of them apart in cse, and names its call site at execution.
+    if (n->op == Op::AllReduce) c.attrs.ints = {collectives++};
     c.where = n->where;
     c.category = n->category;
     for (const NodePtr& in : n->inputs) {
@@ -148,6 +154,7 @@ struct CompiledGraph {
   std::size_t kernels = 0;
   std::unique_ptr<Executable> code;
   int64_t batch_size = 0;  // the plan's batch dimension (0: none), for out-of-memory records
+  bool collectives = false;  // has Op::AllReduce nodes (Kernel::Collective)
 };
 
 struct Seen {
@@ -173,7 +180,9 @@ bool verify_enabled() {
   return on;
 }
 
-const char* trigger_name(Trigger t) { return t == Trigger::mark_step ? "mark_step" : "explicit_evaluation"; }
+const char* trigger_name(Trigger t) {
+  return t == Trigger::mark_step ? "mark_step" : t == Trigger::collective ? "collective" : "explicit_evaluation";
+}
 
 std::string ms(int64_t ns) {
   char buf[32];
@@ -190,8 +199,10 @@ struct ChangedDim {
 
 // Why the cache missed. A known shape-erased structure means only shapes
 // changed: name every input dimension that differs from the closest earlier
-// graph of that structure. Else a graph cut at the same site before is a
-// structure change. Remembers this graph for the next miss.
+// graph of that structure, the one whose input shapes differ in the fewest
+// dimensions, the most recently compiled of those on a tie (lengths 88, 128,
+// 86, 39 read 88->128, 128->86, 86->39). Else a graph cut at the same site
+// before is a structure change. Remembers this graph for the next miss.
 std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t erased, const std::source_location& site,
                                  events::CompilationRecord& rec) {
   Compiler& c = compiler();
@@ -212,7 +223,7 @@ std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t 
       for (std::size_t i = 0; i < shapes.size() && i < s.input_shapes.size(); ++i)
         for (std::size_t d = 0; d < shapes[i].size() && d < s.input_shapes[i].size(); ++d)
           diffs += shapes[i][d] != s.input_shapes[i][d];
-      if (diffs < best_diffs) best = &s, best_diffs = diffs;
+      if (diffs <= best_diffs) best = &s, best_diffs = diffs;  // in compile order: a tie goes to the later graph
     }
     for (std::size_t i = 0; best && i < shapes.size() && i < best->input_shapes.size(); ++i)
       for (std::size_t d = 0; d < shapes[i].size() && d < best->input_shapes[i].size(); ++d)
@@ -307,11 +318,12 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   rec.start = events::ticks();
   int64_t t_start = now_ns();
   rec.graph_id = events::new_graph_id();
+  events::NvtxScope nvtx(events::NvtxScope::kCompile, rec.graph_id);
   rec.step = current_step();
   rec.signature = hex(sig);
   rec.shape_erased = hex(erased);
   rec.trigger = trigger_name(trigger);
-  rec.site_name = trigger == Trigger::mark_step ? "mark_step" : "explicit_evaluation";
+  rec.site_name = trigger_name(trigger);
   rec.site = site;
   rec.nodes_before = static_cast<int64_t>(graph.nodes.size());
 
@@ -322,6 +334,7 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   CGraph scheduled;
   exe->program = schedule_kernels(l.g, rec, scheduled);
   exe->kernels = exe->program.kernels.size();
+  for (const Kernel& k : exe->program.kernels) exe->collectives = exe->collectives || k.kind == Kernel::Collective;
   int64_t p0 = now_ns();
   events::MemoryPlanRecord m = plan(graph, l.g, exe->program, rec.graph_id);
   rec.codegen_ns += now_ns() - p0;  // codegen: kernels, plan and source
@@ -384,7 +397,16 @@ void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
     ticks.assign(2 * exe.kernels, 0);
     clock.ticks = ticks.data();
   }
+  // The collectives' call sites, by ordinal: the k-th AllReduce of this cut
+  // (the cache hit guarantees the same op sequence as the compiled one).
+  thread_local std::vector<CollectiveSite> sites;
+  sites.clear();
+  if (exe.collectives)
+    for (const Node* n : g.nodes)
+      if (n->op == Op::AllReduce) sites.push_back({n->where, static_cast<int64_t>(n->inputs.size())});
+  CollectiveScope collective(exe.collectives ? &sites : nullptr);
   int rc = exe.code->run(ptrs.data(), RunIds{exe.graph_id, execution_id}, clock.ticks ? &clock : nullptr);
+  collective.rethrow_collective_failure();
   if (rc != 0)
     throw Error("tc: an index of a gather/embedding is out of range in graph " + std::to_string(exe.graph_id) +
                 " (checked at execution)");
@@ -399,7 +421,43 @@ void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
   }
 }
 
+// ---- collectives inside compiled code (collective.h) ----------------------------
+
+thread_local CollectiveScope* t_collectives = nullptr;
+
+int host_all_reduce_mean(int64_t ordinal, float* data, int64_t n) {
+  CollectiveScope* c = CollectiveScope::current();
+  if (c == nullptr) return 1;  // not run by execute(): nothing to report to
+  if (c->sites == nullptr || ordinal < 0 || static_cast<std::size_t>(ordinal) >= c->sites->size()) {
+    c->failure = std::make_exception_ptr(Error("tc: internal: a compiled graph ran collective " + std::to_string(ordinal) +
+                                               " that its graph does not have"));
+    return 1;
+  }
+  try {
+    const CollectiveSite& s = (*c->sites)[static_cast<std::size_t>(ordinal)];
+    all_reduce_mean_inplace(data, n, s.tensors, s.where);
+    return 0;
+  } catch (...) {
+    c->failure = std::current_exception();
+    return 1;
+  }
+}
+
+constexpr tc_host_api kHostApi{kHostApiVersion, 0, &host_all_reduce_mean};
+
 }  // namespace
+
+const tc_host_api* host_api() { return &kHostApi; }
+
+CollectiveScope::CollectiveScope(const std::vector<CollectiveSite>* s) : sites(s), saved_(t_collectives) { t_collectives = this; }
+CollectiveScope::~CollectiveScope() { t_collectives = saved_; }
+CollectiveScope* CollectiveScope::current() { return t_collectives; }
+void CollectiveScope::rethrow_collective_failure() {
+  if (!failure) return;
+  std::exception_ptr e = failure;
+  failure = nullptr;
+  std::rethrow_exception(e);
+}
 
 int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location& site) {
   Lowered l = lower(g, trigger);
@@ -421,6 +479,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   int64_t execution_id = events::new_execution_id();
+  events::NvtxScope nvtx(events::NvtxScope::kExecute, exe->graph_id);
   execute(*exe, g, execution_id);
   events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
                             now_ns() - t0, start, exe->graph_id, execution_id);

@@ -17,7 +17,7 @@ namespace tr = tc::trace;
 
 // Interned once per recording session: the eager path records an execution
 // per op, and intern(std::string_view) takes a lock.
-constinit tr::StaticString g_trigger_text[] = {{"mark_step"}, {"explicit_evaluation"}, {"eager"}};
+constinit tr::StaticString g_trigger_text[] = {{"mark_step"}, {"explicit_evaluation"}, {"eager"}, {"collective"}};
 constinit tr::StaticString g_eval_kind_text[] = {{"item"}, {"to_host"}, {"print"}};
 constinit tr::StaticString g_debug_text{"debug"};
 constinit tr::StaticString g_warning_text{"warning"};
@@ -71,9 +71,7 @@ void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t sta
                               .dur = tr::Ticks{end - start},
                               .graph_id = graph_id,
                               .step = current_step(),
-                              .trigger = tr::intern(g_trigger_text[trigger == ExecTrigger::mark_step       ? 0
-                                                                   : trigger == ExecTrigger::explicit_eval ? 1
-                                                                                                           : 2]),
+                              .trigger = tr::intern(g_trigger_text[static_cast<size_t>(trigger)]),
                               .nodes = nodes,
                               .execution_id = execution_id});
 }
@@ -251,6 +249,29 @@ void log_debug(const std::string& message) {
 void log_warning(const std::string& message) {
   if (!tr::enabled()) return;
   tr::emit(tr::rec::Log{.ts = tr::Ticks{tr::now()}, .level = tr::intern(g_warning_text), .message = tr::intern(message)});
+}
+
+void on_collective(uint64_t start, int64_t seq, const char* op, int64_t bytes, int64_t tensors, const std::source_location& where) {
+  if (!tr::enabled()) return;
+  uint64_t end = tr::now();
+  tr::emit(tr::rec::Collective{.ts = tr::Ticks{start},
+                               .dur = tr::Ticks{end - start},
+                               .step = current_step(),
+                               .seq = seq,
+                               .op = tr::intern(op),
+                               .bytes = bytes,
+                               .tensors = tensors,
+                               .loc_id = tr::location_id(op, where)});
+}
+
+void on_rank(int64_t rank, int64_t world_size, const std::string& host, const std::string& job, int64_t offset_ns, int64_t error_ns) {
+  if (!tr::enabled()) return;
+  tr::emit(tr::rec::Rank{.rank = rank,
+                         .world_size = world_size,
+                         .host = text(host),
+                         .job = text(job),
+                         .clock_offset_ns = offset_ns,
+                         .clock_error_ns = error_ns});
 }
 
 }  // namespace tc::events

@@ -20,7 +20,7 @@ namespace tc::events {
 
 enum class EvalKind : uint8_t { item, to_host, print };
 const char* eval_kind_name(EvalKind k);
-enum class ExecTrigger : uint8_t { mark_step, explicit_eval, eager_op };
+enum class ExecTrigger : uint8_t { mark_step, explicit_eval, eager_op, collective };  // the values of Trigger
 
 // The recording clock (tc::trace::now()), for the start arguments below.
 uint64_t ticks();
@@ -117,5 +117,29 @@ struct TestObserver {
   virtual void memory_plan(const MemoryPlanRecord& m) {}
 };
 void set_test_observer(TestObserver* observer);
+
+// tc::dist: a collective on this rank (ts = arrival), and the process's rank.
+void on_collective(uint64_t start, int64_t seq, const char* op, int64_t bytes, int64_t tensors, const std::source_location& where);
+void on_rank(int64_t rank, int64_t world_size, const std::string& host, const std::string& job, int64_t offset_ns, int64_t error_ns);
+
+// tc's structure as NVTX ranges in domain "tc" ("tc.step", "tc.compile",
+// "tc.execute", the payload the step index or the graph id), for a tool other
+// than tc that is attached to the program (Nsight Systems sets
+// NVTX_INJECTION64_PATH). Nothing when no tool is attached, and nothing when
+// the tool is tc's own libtc_nvtx: tc-profile records these already, and
+// would count them twice.
+class NvtxScope {
+ public:
+  enum Kind { kStep = 0, kCompile = 1, kExecute = 2 };
+  NvtxScope(Kind kind, int64_t payload) noexcept;
+  ~NvtxScope();
+  NvtxScope(const NvtxScope&) = delete;
+  NvtxScope& operator=(const NvtxScope&) = delete;
+
+ private:
+  bool on_;
+};
+// Whether NvtxScope emits: decided once per process from NVTX_INJECTION64_PATH.
+bool nvtx_to_other_tool();
 
 }  // namespace tc::events

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "collective.h"
 #include "events.h"
 #include "ir.h"
 #include "random.h"
@@ -370,6 +371,17 @@ void execute_node(Node& n) {
       });
       break;
     }
+    case Op::AllReduce: {
+      // Packed in order, then the ranks' mean in place (collective.h).
+      float* o = n.data->as<float>();
+      int64_t at = 0;
+      for (const auto& in : n.inputs) {
+        if (in->numel() > 0) std::memcpy(o + at, in->data->as<float>(), static_cast<std::size_t>(in->numel()) * sizeof(float));
+        at += in->numel();
+      }
+      all_reduce_mean_inplace(o, n.numel(), static_cast<int64_t>(n.inputs.size()), n.where);
+      break;
+    }
     case Op::Count: throw Error("tc: internal: bad op");
   }
 }
@@ -400,7 +412,11 @@ int64_t eager_kernel(const Node& n) {
   it->second.session = session;
   events::KernelRecord k;
   bool reduce = n.op == Op::Sum || n.op == Op::Max;
-  k.kind = n.op == Op::MatMul ? "matmul" : reduce ? "reduce" : n.op == Op::ScatterAdd ? "scatter" : "elementwise";
+  k.kind = n.op == Op::MatMul         ? "matmul"
+           : reduce                     ? "reduce"
+           : n.op == Op::ScatterAdd     ? "scatter"
+           : n.op == Op::AllReduce      ? "collective"
+                                        : "elementwise";
   k.ops = op_name(n.op);
   for (int64_t d : n.shape) k.loop += (k.loop.empty() ? "" : "x") + std::to_string(d);
   k.sites = std::string(n.where.file_name()) + ":" + std::to_string(n.where.line());

@@ -268,6 +268,7 @@ std::ostream& operator<<(std::ostream& os, const Printable& p) {
 void mark_step(std::source_location where) {
   uint64_t start = events::ticks();
   auto& s = state();
+  events::NvtxScope nvtx(events::NvtxScope::kStep, s.step);
   s.prune();
   std::vector<std::shared_ptr<TensorImpl>> live;
   live.reserve(s.live.size());

@@ -43,6 +43,9 @@ enum class Op : uint8_t {
   ScatterAdd,  // (src, indices i32), attrs.ints = {axis}; `shape` is the target's
   OneHot,      // (ids i32), attrs.ints = {depth}
   Cast,        // to `dtype`
+  // collectives (tc::dist): a step's graph runs them at their place
+  AllReduce,   // the f32 inputs (any shapes) packed flat, in order, into [total], averaged over the
+               // ranks (compiler/src/collective.h); in a CGraph attrs.ints[0] is its ordinal there
   Count
 };
 inline constexpr int kOpCount = static_cast<int>(Op::Count);
@@ -90,7 +93,7 @@ NodePtr make_data_node(std::shared_ptr<Buffer> buf, DType dtype, Shape shape,
                        std::source_location where, std::string name = {});
 
 // ---- graphs and cuts ------------------------------------------------------
-enum class Trigger : uint8_t { mark_step, explicit_eval, eager_op };
+enum class Trigger : uint8_t { mark_step, explicit_eval, eager_op, collective };  // collective: tc::dist cut its inputs
 
 // A cut: the unrealized nodes needed by `outputs`, in topological order.
 // Leaves (realized nodes) reachable from them are `inputs`.

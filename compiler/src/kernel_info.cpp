@@ -16,6 +16,7 @@ const char* kind_name(Kernel::Kind k) {
     case Kernel::Reduce: return "reduce";
     case Kernel::MatMul: return "matmul";
     case Kernel::ScatterAdd: return "scatter";
+    case Kernel::Collective: return "collective";
   }
   return "?";
 }

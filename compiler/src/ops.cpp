@@ -43,7 +43,7 @@ const char* op_name(Op op) {
       "data", "fill", "random", "arange", "neg", "relu", "tanh", "sigmoid", "exp", "log", "sqrt",
       "rsqrt", "abs", "not", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le",
       "gt", "ge", "eq", "ne", "where", "sum", "max", "matmul", "reshape", "permute", "broadcast",
-      "slice", "concat", "gather", "scatter_add", "one_hot", "cast"};
+      "slice", "concat", "gather", "scatter_add", "one_hot", "cast", "all_reduce_mean"};
   static_assert(sizeof(names) / sizeof(names[0]) == kOpCount, "op_name table out of sync with Op");
   return names[static_cast<int>(op)];
 }

@@ -303,8 +303,11 @@ void fuse_elementwise(CGraph& g) {
       cheap[i] = true;
       continue;
     }
+    // A collective packs whole buffers: it and each of its inputs get one.
+    bool feeds_collective = false;
+    for (int k : users[i]) feeds_collective = feeds_collective || g.nodes[static_cast<std::size_t>(k)].op == Op::AllReduce;
     bool m = is_out[i] || n.op == Op::MatMul || n.op == Op::Sum || n.op == Op::Max ||
-             n.op == Op::ScatterAdd;
+             n.op == Op::ScatterAdd || n.op == Op::AllReduce || feeds_collective;
     cheap[i] = n.op == Op::Fill || n.op == Op::Arange ||
                (is_movement(n.op) && cheap[static_cast<std::size_t>(n.in[0])]);
     if (!m && !cheap[i]) {
@@ -429,6 +432,14 @@ void verify(const CGraph& g, const char* after) {
       if (a.size() < 2 || b.size() < 2 || a.back() != b[b.size() - 2]) fail(i, "matmul inner dimensions differ");
     }
     if (n.op == Op::Fill && !n.in.empty()) fail(i, "a fill with inputs");
+    if (n.op == Op::AllReduce) {
+      int64_t total = 0;
+      for (std::size_t k = 0; k < n.in.size(); ++k) total += in(k).numel();
+      if (n.shape != Shape{total} || n.dtype != DType::f32) fail(i, "a collective's value is not its f32 inputs packed flat");
+      if (n.attrs.ints.size() != 1) fail(i, "a collective without its ordinal");
+      for (std::size_t k = 0; n.materialize && k < n.in.size(); ++k)
+        if (!in(k).materialize) fail(i, "a collective's input has no buffer");
+    }
   }
   for (int o : g.outputs)
     if (o < 0 || static_cast<std::size_t>(o) >= g.nodes.size()) throw Error(std::string("tc: IR verifier after pass '") + after + "': output out of range");

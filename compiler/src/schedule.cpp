@@ -442,7 +442,17 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
     k.out_dtype = n.dtype;
     k.label = label_of(g, k.root);
     Builder b{g, buf_of, k, k.root, -1, -1, {}, {}};
-    if (n.op == Op::MatMul) {
+    if (n.op == Op::AllReduce) {
+      k.kind = Kernel::Collective;
+      k.loop = n.shape;
+      k.ordinal = n.attrs.ints.at(0);
+      for (int in : n.in) {
+        int buf = buf_of[static_cast<std::size_t>(in)];
+        if (buf < 0) throw Error("tc: internal: a collective's input has no buffer");
+        k.pack.push_back(buf);
+        b.identity_loads[buf] = false;
+      }
+    } else if (n.op == Op::MatMul) {
       k.kind = Kernel::MatMul;
       const Shape &sa = g.nodes[static_cast<std::size_t>(n.in[0])].shape,
                   &sb = g.nodes[static_cast<std::size_t>(n.in[1])].shape;
@@ -587,6 +597,8 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
       if (kn.out_buf == old) kn.out_buf = slot;
       if (kn.a_buf == old) kn.a_buf = slot;
       if (kn.b_buf == old) kn.b_buf = slot;
+      for (int& x : kn.pack)
+        if (x == old) x = slot;
       for (KExpr& e : kn.ex)
         if (e.k == KOp::Load && e.buf == old) e.buf = slot;
       for (int& r : kn.reads)

@@ -40,13 +40,16 @@ class StoreBuilder {
     w_ = std::move(*w);
   }
   void run(int64_t end_ts, bool complete = true, std::optional<int> code = 0, std::optional<int> sig = std::nullopt,
-           const std::string& command_json = "[\"./train\",\"--batch\",\"32\"]", int64_t dropped = 0) {
+           const std::string& command_json = "[\"./train\",\"--batch\",\"32\"]", int64_t dropped = 0,
+           std::optional<std::string> step_range = std::nullopt) {
     auto r = w_->row(schema::run);
     r.i64(1).text("0.1.0").text(command_json).text("/work").text("host").text("tc-profile").text("monotonic");
     r.i64(0).i64(end_ts).i64(0);
     if (code) r.i64(*code); else r.null();
     if (sig) r.i64(*sig); else r.null();
     r.i64(complete).i64(0).i64(dropped).text("none");
+    if (step_range) r.text(*step_range); else r.null();
+    r.text("tc");
     ok(r.insert());
   }
   void location(int64_t id, const std::string& name, const std::string& file, int64_t line) {
@@ -86,6 +89,25 @@ class StoreBuilder {
   void range(int64_t utid, int64_t ts, int64_t dur, int64_t loc) {
     ok(w_->row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(0).i64(loc).i64(0).insert());
   }
+  // An NVTX site: its location (file 'nvtx', function = the domain) and its nvtx_sites row.
+  void nvtx_location(int64_t id, const std::string& message, const std::string& domain = "") {
+    ok(w_->row(schema::locations).i64(id).text(message).text("nvtx").text(domain).i64(0).insert());
+    auto r = w_->row(schema::nvtx_sites);
+    r.null().i64(1).i64(id);
+    if (domain.empty()) r.null(); else r.text(domain);
+    ok(r.null().null().text("ascii").insert());
+  }
+  void nested_range(int64_t utid, int64_t ts, int64_t dur, int64_t depth, int64_t loc) {
+    ok(w_->row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(0).insert());
+  }
+  void instant(int64_t utid, int64_t ts, int64_t loc) { ok(w_->row(schema::instants).null().i64(utid).i64(ts).i64(loc).i64(0).insert()); }
+  void range_start(int64_t utid, int64_t ts, int64_t range_id, int64_t loc) {
+    ok(w_->row(schema::nvtx_range_starts).null().i64(utid).i64(ts).i64(range_id).i64(loc).i64(0).insert());
+  }
+  void range_end(int64_t utid, int64_t ts, int64_t range_id) { ok(w_->row(schema::nvtx_range_ends).null().i64(utid).i64(ts).i64(range_id).insert()); }
+  void nvtx_thread_name(int64_t utid, int64_t tid, const std::string& name) {
+    ok(w_->row(schema::nvtx_thread_names).null().i64(utid).i64(tid).text(name).insert());
+  }
   void kernel(int64_t graph, int64_t k, const std::string& kind, const std::string& ops, int64_t bytes, int64_t flops, const std::string& sites) {
     ok(w_->row(schema::kernels).null().i64(1).i64(graph).i64(k).text(kind).text(ops).text("8x8").i64(bytes / 2).i64(bytes - bytes / 2)
            .i64(flops).text(sites).insert());
@@ -96,14 +118,14 @@ class StoreBuilder {
   void ceilings(double gflops, double gbps) { ok(w_->row(schema::ceilings).null().i64(1).text("cpu").f64(gflops).f64(gbps).text("measured").insert()); }
   void finish_without_analysis() { ok(w_->finalize()); }
   // Finalizes, then (version < kSchemaVersion) turns the store into one of that older schema version.
-  ta::Report finish(int version = tc::store::kSchemaVersion) {
+  ta::Report finish(int version = tc::store::kSchemaVersion, const ta::Options& options = {}) {
     ok(w_->finalize());
     if (version < tc::store::kSchemaVersion) {
       EXPECT_EQ(tc::test::downgrade_store(path_, version), "");
     }
     auto r = tc::store::Reader::open(path_);
     EXPECT_TRUE(r.ok()) << r.status().message();
-    auto rep = ta::analyze(*r);
+    auto rep = ta::analyze(*r, options);
     EXPECT_TRUE(rep.ok()) << rep.status().message();
     return rep.ok() ? *rep : ta::Report{};
   }
@@ -270,6 +292,9 @@ TEST(Format, TimesAndSizes) {
   EXPECT_EQ(ta::format_seconds(41.2), "41.2 s");
   EXPECT_EQ(ta::format_seconds(0.0125), "12.5 ms");
   EXPECT_EQ(ta::format_seconds(-1.26), "-1.3 s");
+  EXPECT_EQ(ta::format_seconds(80e-6), "80 us");
+  EXPECT_EQ(ta::format_seconds(651e-9), "651 ns");
+  EXPECT_EQ(ta::format_seconds(0), "0 us");
   EXPECT_EQ(ta::format_bytes(4.1 * 1024 * 1024 * 1024), "4.1 GiB");
   EXPECT_EQ(ta::format_bytes(512), "512 B");
 }
@@ -770,6 +795,311 @@ TEST(Kernels, HotspotNamesTheLineItsShareAndItsBound) {
   auto d = tc::test::parse_json(ta::diff_json(r, faster));
   EXPECT_EQ(d["kernels"].a.at(0)["name"].s, "matmul @ train.cpp:88");
   EXPECT_EQ(d["kernels"].a.at(0)["change"].s, "faster");
+}
+
+// ---------------------------------------------------------------- ranges (#13)
+
+// A program that does not link tc: NVTX ranges on two threads of process 1,
+// a start/end range ended on the other thread, and one whose only end is in
+// another process (so it is cut). Every number below follows from these rows.
+void nvtx_run(StoreBuilder& b, std::optional<std::string> step_range = std::nullopt) {
+  b.process(1, 4242);
+  b.process(2, 5151);
+  b.named_thread(1, 1, "main");
+  b.thread(2, 1);  // tid 20, named only through nvtxNameOsThread below
+  b.thread(3, 2);
+  b.nvtx_location(1, "step");
+  b.nvtx_location(2, "forward");
+  b.nvtx_location(3, "backward");
+  b.nvtx_location(4, "load", "data");
+  b.nvtx_location(5, "step", "data");
+  b.nvtx_location(6, "epoch");
+  b.nvtx_location(7, "checkpoint");
+  b.location(8, "tc.range", "/src/train.cpp", 12);
+  b.nvtx_location(9, "async");
+  b.location(10, "tc.instant", "/src/train.cpp", 13);
+  // Thread 1: epoch [0,100) holds three steps, each a forward and a backward; then a step the program died in.
+  b.nested_range(1, 0, 100 * kMs, 0, 6);
+  b.nested_range(1, 0, 30 * kMs, 1, 1);
+  b.nested_range(1, 0, 10 * kMs, 2, 2);
+  b.nested_range(1, 10 * kMs, 15 * kMs, 2, 3);
+  b.nested_range(1, 30 * kMs, 20 * kMs, 1, 1);
+  b.nested_range(1, 30 * kMs, 8 * kMs, 2, 2);
+  b.nested_range(1, 38 * kMs, 10 * kMs, 2, 3);
+  b.nested_range(1, 50 * kMs, 40 * kMs, 1, 1);
+  b.nested_range(1, 50 * kMs, 10 * kMs, 2, 2);
+  b.nested_range(1, 60 * kMs, 25 * kMs, 2, 3);
+  b.nested_range(1, 100 * kMs, -1, 0, 1);
+  b.nested_range(1, 100 * kMs, 4 * kMs, 1, 2);
+  b.instant(1, 29 * kMs, 7);
+  b.instant(1, 89 * kMs, 7);
+  // Thread 2: two loads; the second one's child runs past its end (it covers the load only up to the load's end).
+  b.nested_range(2, 5 * kMs, 10 * kMs, 0, 4);
+  b.nested_range(2, 5 * kMs, 3 * kMs, 1, 5);
+  b.nested_range(2, 40 * kMs, 20 * kMs, 0, 4);
+  b.nested_range(2, 55 * kMs, 10 * kMs, 1, 5);
+  b.nested_range(2, 70 * kMs, 5 * kMs, 0, 8);
+  b.instant(2, 71 * kMs, 7);
+  b.instant(2, 72 * kMs, 10);
+  b.nvtx_thread_name(1, 20, "loader");
+  // Start/end: id 7 starts on thread 1 and ends on thread 2; id 8's only end is in process 2.
+  b.range_start(1, 20 * kMs, 7, 9);
+  b.range_end(2, 45 * kMs, 7);
+  b.range_start(1, 80 * kMs, 8, 9);
+  b.range_end(3, 90 * kMs, 8);
+  b.run(110 * kMs, false, std::nullopt, 9, "[\"python\",\"train.py\"]", 0, step_range);
+}
+
+const ta::RangeStats* row(const ta::RangeTable& t, const std::string& name, const std::string& domain = "") {
+  for (const auto& r : t.ranges) {
+    if (r.name == name && r.domain == domain) return &r;
+  }
+  return nullptr;
+}
+
+ta::RangeTable table_of(const std::string& path, const ta::RangeFilter& filter = {}) {
+  auto r = tc::store::Reader::open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  auto t = ta::range_table(*r, filter);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : ta::RangeTable{};
+}
+
+std::vector<std::string> names(const ta::RangeTable& t) {
+  std::vector<std::string> out;
+  for (const auto& r : t.ranges) out.push_back(r.name + (r.domain.empty() ? "" : "@" + r.domain));
+  return out;
+}
+
+TEST(Ranges, PerNameStatisticsSelfTimeAndCutRanges) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  nvtx_run(b);
+  b.finish_without_analysis();
+  ta::RangeTable t = table_of(dir.file("run.tcdb"));
+  EXPECT_EQ(names(t), (std::vector<std::string>{"epoch", "step", "backward", "forward", "load@data", "async", "step@data", "tc.range"}))
+      << "largest total first";
+  const ta::RangeStats* step = row(t, "step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->kind, "nvtx");
+  EXPECT_EQ(step->count, 4);
+  EXPECT_EQ(step->cut, 1);
+  EXPECT_EQ(step->total_ns, 90 * kMs);
+  EXPECT_EQ(step->mean_ns, 30 * kMs);
+  EXPECT_EQ(step->p50_ns, 30 * kMs) << "{20, 30, 40}: index 1";
+  EXPECT_EQ(step->p99_ns, 40 * kMs);
+  EXPECT_EQ(step->min_ns, 20 * kMs);
+  EXPECT_EQ(step->max_ns, 40 * kMs);
+  EXPECT_EQ(step->self_ns, (30 - 25 + 20 - 18 + 40 - 35) * kMs) << "each step less its forward and backward";
+  EXPECT_EQ(step->threads, 1);
+  const ta::RangeStats* epoch = row(t, "epoch");
+  ASSERT_NE(epoch, nullptr);
+  EXPECT_EQ(epoch->self_ns, 10 * kMs) << "the steps are its children, not the forwards and backwards inside them";
+  const ta::RangeStats* forward = row(t, "forward");
+  ASSERT_NE(forward, nullptr);
+  EXPECT_EQ(forward->count, 4);
+  EXPECT_EQ(forward->total_ns, 32 * kMs);
+  EXPECT_EQ(forward->mean_ns, 8 * kMs);
+  EXPECT_EQ(forward->p50_ns, 10 * kMs) << "{4, 8, 10, 10}: index 2, the upper median";
+  EXPECT_EQ(forward->self_ns, 32 * kMs);
+  const ta::RangeStats* load = row(t, "load", "data");
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ(load->total_ns, 30 * kMs);
+  EXPECT_EQ(load->self_ns, (10 - 3 + 20 - 5) * kMs) << "a child past its parent's end covers it up to that end";
+  const ta::RangeStats* data_step = row(t, "step", "data");
+  ASSERT_NE(data_step, nullptr);
+  EXPECT_EQ(data_step->count, 2) << "the same message in another domain is another row";
+  const ta::RangeStats* async = row(t, "async");
+  ASSERT_NE(async, nullptr);
+  EXPECT_EQ(async->count, 2);
+  EXPECT_EQ(async->cut, 1) << "an end in another process does not end it";
+  EXPECT_EQ(async->total_ns, 25 * kMs) << "started on thread 1, ended on thread 2";
+  EXPECT_EQ(async->self_ns, 25 * kMs);
+  EXPECT_EQ(async->threads, 1);
+  const ta::RangeStats* tc_range = row(t, "tc.range");
+  ASSERT_NE(tc_range, nullptr);
+  EXPECT_EQ(tc_range->kind, "tc");
+  EXPECT_EQ(t.range_count, 1 + 4 + 4 + 3 + 2 + 2 + 2 + 1);
+  EXPECT_EQ(t.cut_count, 2);
+  ASSERT_EQ(t.marks.size(), 2u);
+  EXPECT_EQ(t.marks[0].name, "checkpoint");
+  EXPECT_EQ(t.marks[0].kind, "nvtx");
+  EXPECT_EQ(t.marks[0].count, 3);
+  EXPECT_EQ(t.marks[1].name, "tc.instant");
+  EXPECT_EQ(t.marks[1].kind, "tc");
+  ASSERT_EQ(t.threads.size(), 2u) << "thread 3 only ended a range";
+  EXPECT_EQ(t.threads[0].name, "main");
+  EXPECT_EQ(t.threads[0].pid, 4242);
+  EXPECT_EQ(t.threads[0].ranges, 14);
+  EXPECT_EQ(t.threads[0].marks, 2);
+  EXPECT_EQ(t.threads[1].name, "loader") << "named by another thread through nvtxNameOsThread";
+  EXPECT_EQ(t.threads[1].tid, 20);
+  EXPECT_EQ(t.threads[1].ranges, 5);
+  EXPECT_EQ(t.threads[1].marks, 2);
+}
+
+TEST(Ranges, FiltersKeepTheSelfTimeOfWhatTheyLeaveOut) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  nvtx_run(b);
+  b.finish_without_analysis();
+  ta::RangeTable steps = table_of(dir.file("run.tcdb"), {.name_contains = "step"});
+  EXPECT_EQ(names(steps), (std::vector<std::string>{"step", "step@data"}));
+  EXPECT_EQ(row(steps, "step")->self_ns, 12 * kMs) << "the forwards and backwards left out still cover the steps";
+  EXPECT_TRUE(steps.marks.empty());
+  ta::RangeTable data = table_of(dir.file("run.tcdb"), {.domain = "data"});
+  EXPECT_EQ(names(data), (std::vector<std::string>{"load@data", "step@data"}));
+  ASSERT_EQ(data.threads.size(), 1u);
+  EXPECT_EQ(data.threads[0].ranges, 4);
+  ta::RangeTable own = table_of(dir.file("run.tcdb"), {.kind = "tc"});
+  EXPECT_EQ(names(own), (std::vector<std::string>{"tc.range"}));
+  ASSERT_EQ(own.marks.size(), 1u);
+  EXPECT_EQ(own.marks[0].name, "tc.instant");
+  ta::RangeTable default_domain = table_of(dir.file("run.tcdb"), {.domain = "", .kind = "nvtx"});
+  EXPECT_EQ(names(default_domain), (std::vector<std::string>{"epoch", "step", "backward", "forward", "async"}));
+}
+
+TEST(Ranges, JsonHasTheDocumentedShape) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  nvtx_run(b);
+  b.finish_without_analysis();
+  ta::RangeTable t = table_of(dir.file("run.tcdb"));
+  tc::test::JsonValue j = tc::test::parse_json(ta::ranges_json(t));
+  EXPECT_EQ(j["schema"].s, "tc-analyze-ranges/1");
+  ASSERT_EQ(j["ranges"].a.size(), 8u);
+  const auto& step = j["ranges"].a[1];
+  std::set<std::string> keys;
+  for (const auto& [k, v] : step.o) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"name", "domain", "kind", "count", "cut", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns",
+                                          "self_ns", "threads"}));
+  EXPECT_EQ(step["name"].s, "step");
+  EXPECT_EQ(step["domain"].s, "");
+  EXPECT_EQ(step["self_ns"].n, 12 * kMs);
+  EXPECT_EQ(step["cut"].n, 1);
+  EXPECT_EQ(j["marks"].a.at(0)["name"].s, "checkpoint");
+  EXPECT_EQ(j["marks"].a.at(0)["count"].n, 3);
+  EXPECT_EQ(j["threads"].a.at(1)["name"].s, "loader");
+  EXPECT_EQ(j["threads"].a.at(1)["pid"].n, 4242);
+  EXPECT_EQ(tc::test::parse_json(ta::ranges_json(t, 3))["ranges"].a.size(), 3u);
+}
+
+// Before schema v3 there are no NVTX tables: the same table without the start/end ranges.
+TEST(Ranges, AStoreOfSchemaV2HasNoStartEndRanges) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  nvtx_run(b);
+  b.finish(2);
+  ta::RangeTable t = table_of(dir.file("run.tcdb"));
+  EXPECT_EQ(names(t), (std::vector<std::string>{"epoch", "step", "backward", "forward", "load@data", "step@data", "tc.range"}));
+  EXPECT_EQ(row(t, "step")->self_ns, 12 * kMs);
+  EXPECT_EQ(t.threads[1].name, "") << "nvtx_thread_names is v3";
+}
+
+TEST(Report, ARunWithoutTcIsReportedWithItsRanges) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  nvtx_run(b);
+  ta::Report r = b.finish();
+  EXPECT_FALSE(ta::recorded_nothing(r));
+  EXPECT_EQ(r.summary.steps, 0);
+  EXPECT_EQ(r.summary.step_source, "");
+  EXPECT_EQ(r.ranges.ranges.size(), 8u);
+  ASSERT_EQ(r.notes.size(), 2u);
+  EXPECT_EQ(r.notes[0].rfind("no training steps: the program does not link tc and no --step-range was given", 0), 0u) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("the ranges with the most time here: 'epoch' (1), 'step' (4), 'backward' (3)"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.notes[1].rfind("no tc compilations", 0), 0u) << r.notes[1];
+  tc::test::JsonValue j = tc::test::parse_json(ta::to_json(r));
+  EXPECT_EQ(j["summary"]["step_source"].s, "none");
+  EXPECT_EQ(j["summary"]["ranges"].n, 19);
+  EXPECT_EQ(j["summary"]["marks"].n, 4);
+  EXPECT_EQ(j["ranges"].a.size(), 8u);
+  EXPECT_EQ(j["ranges"].a.at(0)["name"].s, "epoch");
+  EXPECT_EQ(j["threads"].a.size(), 2u);
+  EXPECT_EQ(j["notes"].a.size(), 2u);
+  EXPECT_EQ(j["run"]["step_range"].type, tc::test::JsonValue::kNull);
+  EXPECT_EQ(j["run"]["nvtx"].s, "tc");
+}
+
+TEST(Report, AStoreWithNothingInItRecordedNothing) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.run(10 * kMs);
+  ta::Report r = b.finish();
+  EXPECT_TRUE(ta::recorded_nothing(r));
+  StoreBuilder one(dir.file("one.tcdb"));
+  one.location(1, "tc.instant", "/src/a.cpp", 1);
+  one.instant(1, kMs, 1);
+  one.run(10 * kMs);
+  EXPECT_FALSE(ta::recorded_nothing(one.finish())) << "one mark is something";
+}
+
+// train_step on two threads, one nested inside another of its thread, one cut.
+void step_range_run(StoreBuilder& b, std::optional<std::string> recorded) {
+  b.named_thread(1, 1, "main");
+  b.named_thread(2, 1, "replica");
+  b.nvtx_location(1, "train_step");
+  b.nested_range(1, 0, 10 * kMs, 0, 1);
+  b.nested_range(1, 2 * kMs, 3 * kMs, 1, 1);
+  b.nested_range(2, 3 * kMs, 6 * kMs, 0, 1);
+  b.nested_range(1, 10 * kMs, 12 * kMs, 0, 1);
+  b.nested_range(1, 22 * kMs, 8 * kMs, 0, 1);
+  b.nested_range(1, 40 * kMs, -1, 0, 1);
+  b.run(50 * kMs, true, 0, std::nullopt, "[\"python\",\"train.py\"]", 0, recorded);
+}
+
+TEST(Report, StepsComeFromTheRecordedStepRange) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  step_range_run(b, "train_step");
+  ta::Report r = b.finish();
+  ASSERT_EQ(r.summary.steps, 4) << "outermost per thread, cut ones left out";
+  EXPECT_EQ(r.summary.step_source, "range");
+  EXPECT_EQ(r.summary.step_range, "train_step");
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> steps;
+  for (const ta::Step& s : r.steps) steps.emplace_back(s.index, s.utid, s.ts, s.dur);
+  EXPECT_EQ(steps, (std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+                       {0, 1, 0, 10 * kMs}, {1, 2, 3 * kMs, 6 * kMs}, {2, 1, 10 * kMs, 12 * kMs}, {3, 1, 22 * kMs, 8 * kMs}}));
+  EXPECT_DOUBLE_EQ(r.summary.step_p50_s, 0.010) << "{6, 8, 10, 12} ms: index 2";
+  EXPECT_DOUBLE_EQ(r.summary.step_p99_s, 0.012);
+  ASSERT_GE(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "1 occurrence of range 'train_step' never ended (the program ended inside it) and is not a step");
+  tc::test::JsonValue j = tc::test::parse_json(ta::to_json(r));
+  EXPECT_EQ(j["summary"]["steps"].n, 4);
+  EXPECT_EQ(j["summary"]["step_source"].s, "range");
+  EXPECT_EQ(j["summary"]["step_range"].s, "train_step");
+  EXPECT_EQ(j["run"]["step_range"].s, "train_step");
+  EXPECT_EQ(*ta::metric_value(r, "steps"), 4) << "--fail-on sees them";
+}
+
+TEST(Report, StepRangeOptionOverridesAndSaysWhenNothingMatches) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  step_range_run(b, "train_step");
+  ta::Report r = b.finish(tc::store::kSchemaVersion, {.step_range = "missing"});
+  EXPECT_EQ(r.summary.steps, 0);
+  EXPECT_EQ(r.summary.step_source, "");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_EQ(r.notes[0], "no training steps: no range is named 'missing' (tc-analyze --step-range); the ranges with the most time here: 'train_step' (6)");
+  EXPECT_FALSE(ta::recorded_nothing(r));
+
+  StoreBuilder given(dir.file("given.tcdb"));
+  step_range_run(given, std::nullopt);
+  EXPECT_EQ(given.finish(tc::store::kSchemaVersion, {.step_range = "train_step"}).summary.steps, 4);
+}
+
+TEST(Report, MarkStepStepsWinOverAStepRange) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  dynamic_padding_run(b, {16, 16, 16}, 10);
+  b.nvtx_location(1, "train_step");
+  b.nested_range(1, 0, kMs, 0, 1);
+  ta::Report r = b.finish(tc::store::kSchemaVersion, {.step_range = "train_step"});
+  EXPECT_EQ(r.summary.steps, 3);
+  EXPECT_EQ(r.summary.step_source, "mark_step");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "tc-analyze --step-range 'train_step' is not used: the run recorded 3 tc::mark_step() steps, and those are its steps");
 }
 
 }  // namespace

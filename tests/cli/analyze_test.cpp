@@ -87,13 +87,26 @@ TEST(Analyze, FailOnExitsOneWithAReasonAndZeroOtherwise) {
   EXPECT_NE(bad.err.find("unknown metric 'recompiles'"), std::string::npos) << bad.err;
 }
 
-TEST(Analyze, ARunWithNoStepsIsAnErrorOfItsOwn) {
+// A run with ranges but no steps is a normal run (#13); one that recorded
+// nothing at all is an error of its own.
+TEST(Analyze, ARunWithNoStepsIsReportedAndOneWithNothingIsAnError) {
   TempDir dir;
-  std::string out = dir.file("run.tcdb");
+  std::string out = dir.file("run.tcdb"), empty = dir.file("empty.tcdb");
   ASSERT_EQ(tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-recorder"), "--events", "10", "--threads", "1", "--end", "exit"}).code, 0);
+  ASSERT_EQ(tc::test::run({bin("tc-profile"), "-q", "-o", empty, "--", bin("tc-test-recorder"), "--events", "0", "--threads", "1", "--end", "exit"}).code, 0);
+  Exit nothing = analyze({empty});
+  EXPECT_EQ(nothing.code, 12) << nothing.err;
+  EXPECT_NE(nothing.err.find("the run recorded nothing"), std::string::npos) << nothing.err;
+  EXPECT_EQ(tc::test::count_lines(nothing.err), 1) << nothing.err;
   Exit e = analyze({out});
-  EXPECT_EQ(e.code, 12);
-  EXPECT_NE(e.err.find("no training steps"), std::string::npos) << e.err;
+  if (!tc::trace::kCompiledIn) {
+    EXPECT_EQ(e.code, 12) << "nothing recorded when recording is compiled out: " << e.err;
+    return;
+  }
+  EXPECT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("note      no training steps: the program does not link tc"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("test.range"), std::string::npos) << "its ranges are shown: " << e.out;
+  EXPECT_NE(e.out.find("recorder-0"), std::string::npos) << "and its threads, by name: " << e.out;
 }
 
 TEST(Analyze, AnIncompleteRunIsAnalysedAndMarked) {
@@ -104,7 +117,7 @@ TEST(Analyze, AnIncompleteRunIsAnalysedAndMarked) {
   tc::test::Child child({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-recorder"), "--events", "30", "--threads", "1", "--end", "abort"});
   child.wait();
   Exit e = analyze({out, "--json"});
-  EXPECT_EQ(e.code, 12) << "it has no steps; the store itself is fine: " << e.err;
+  EXPECT_EQ(e.code, 0) << "it has no steps, but ranges and marks: " << e.err;
   tc::test::JsonValue j = tc::test::parse_json(e.out);
   EXPECT_FALSE(j["run"]["complete"].b);
   EXPECT_EQ(j["run"]["exit_signal"].n, 6);
@@ -310,8 +323,10 @@ TEST(Analyze, ParseErrorsAreOneLineAndExitTwo) {
       {store, "--safety-margin", "abc"},
       {store, "--safety-margin", "5"},
       {},
-      {store, dir.file("second.tcdb")},
+      {"kernels", store, dir.file("second.tcdb")},
+      {store, store},  // several stores are one MPI job's: this one names no rank
       {"diff", store},
+      {"diff", store, "--"},
   };
   for (const auto& args : bad) {
     Exit e = analyze(args);
@@ -363,7 +378,7 @@ std::string write_store_with_bad_names(const TempDir& dir) {
   auto ok = [](const tc::Status& st) { EXPECT_TRUE(st.ok()) << st.message(); };
   auto run = s.row(schema::run);
   run.i64(1).text("0.1.0").text("[\"./tr\xff\",\"\x1b]0;owned\x07\"]").text("/work").text("host").text("tc-profile").text("monotonic");
-  ok(run.i64(0).i64(10 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").insert());
+  ok(run.i64(0).i64(10 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().null().insert());
   ok(s.row(schema::locations).i64(1).text("item").text("/src/\x1b[2Jtr\xfe\xffin.cpp").text("main").i64(7).insert());
   ok(s.row(schema::processes).i64(1).i64(4242).text("train").i64(0).null().insert());
   ok(s.row(schema::threads).i64(1).i64(1).i64(10).text("worker\xc3").insert());
@@ -409,6 +424,134 @@ TEST(Analyze, NamesWithInvalidUtf8OrEscapesStayValidAndInert) {
   tc::test::JsonValue trace;
   ASSERT_NO_THROW(trace = tc::test::parse_json(tc::test::read_file(json)));
   check_trace_event_rules(trace);
+}
+
+// ---------------------------------------------------------------- ranges and steps from a range (#13)
+
+// What the NVTX injection library writes for a program that does not link
+// tc: thread 1 runs train_step three times (forward inside each), thread 2
+// loads in domain "data"; a mark; a start/end range ended on thread 2.
+std::string write_nvtx_store(const TempDir& dir, const std::string& name = "nvtx.tcdb") {
+  namespace schema = tc::store::schema;
+  std::string path = dir.file(name);
+  auto w = tc::store::Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return path;
+  tc::store::Writer& s = **w;
+  const int64_t ms = 1'000'000;
+  auto ok = [](const tc::Status& st) { EXPECT_TRUE(st.ok()) << st.message(); };
+  auto run = s.row(schema::run);
+  run.i64(1).text("0.1.0").text("[\"python\",\"train.py\"]").text("/work").text("host").text("tc-profile").text("monotonic");
+  ok(run.i64(0).i64(100 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").insert());
+  ok(s.row(schema::processes).i64(1).i64(4242).text("python").i64(0).null().insert());
+  ok(s.row(schema::threads).i64(1).i64(1).i64(4242).text("MainThread").insert());
+  ok(s.row(schema::threads).i64(2).i64(1).i64(4243).text("loader").insert());
+  auto site = [&](int64_t id, const char* message, const char* domain) {
+    ok(s.row(schema::locations).i64(id).text(message).text("nvtx").text(domain).i64(0).insert());
+    auto r = s.row(schema::nvtx_sites);
+    r.null().i64(1).i64(id);
+    if (*domain) r.text(domain); else r.null();
+    ok(r.null().null().text("ascii").insert());
+  };
+  site(1, "train_step", "");
+  site(2, "forward", "");
+  site(3, "load", "data");
+  site(4, "checkpoint", "");
+  site(5, "prefetch", "data");
+  auto range = [&](int64_t utid, int64_t ts, int64_t dur, int64_t depth, int64_t loc) {
+    ok(s.row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(0).insert());
+  };
+  for (int64_t i = 0; i < 3; ++i) {
+    range(1, i * 30 * ms, (20 + 5 * i) * ms, 0, 1);  // 20, 25, 30 ms
+    range(1, i * 30 * ms, 10 * ms, 1, 2);
+    range(2, i * 30 * ms, 4 * ms, 0, 3);
+  }
+  range(1, 90 * ms, -1, 0, 1);  // the program ended inside it
+  ok(s.row(schema::instants).null().i64(1).i64(50 * ms).i64(4).i64(0).insert());
+  ok(s.row(schema::nvtx_range_starts).null().i64(1).i64(5 * ms).i64(1).i64(5).i64(0).insert());
+  ok(s.row(schema::nvtx_range_ends).null().i64(2).i64(12 * ms).i64(1).insert());
+  ok(s.finalize());
+  return path;
+}
+
+TEST(Analyze, RangesTableTextAndJson) {
+  TempDir dir;
+  std::string store = write_nvtx_store(dir);
+  Exit j = analyze({"ranges", store, "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  tc::test::JsonValue v = tc::test::parse_json(j.out);
+  EXPECT_EQ(v["schema"].s, "tc-analyze-ranges/1");
+  ASSERT_EQ(v["ranges"].a.size(), 4u) << j.out;
+  const auto& step = v["ranges"].a[0];
+  EXPECT_EQ(step["name"].s, "train_step");
+  EXPECT_EQ(step["kind"].s, "nvtx");
+  EXPECT_EQ(step["count"].n, 4);
+  EXPECT_EQ(step["cut"].n, 1);
+  EXPECT_EQ(step["total_ns"].n, 75'000'000);
+  EXPECT_EQ(step["p50_ns"].n, 25'000'000);
+  EXPECT_EQ(step["self_ns"].n, 45'000'000) << "75 ms less three 10 ms forwards";
+  EXPECT_EQ(v["ranges"].a[3]["name"].s, "prefetch") << "the start/end range, 7 ms";
+  EXPECT_EQ(v["ranges"].a[3]["total_ns"].n, 7'000'000);
+  EXPECT_EQ(v["marks"].a.at(0)["name"].s, "checkpoint");
+  EXPECT_EQ(v["threads"].a.at(1)["name"].s, "loader");
+
+  Exit t = analyze({"ranges", store});
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("11 ranges (1 cut) of 4 names on 2 threads; 1 mark of 1 name"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("train_step"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("75.0 ms"), std::string::npos) << "times carry units: " << t.out;
+  EXPECT_NE(t.out.find("(default)"), std::string::npos) << t.out;
+  Exit top = analyze({"ranges", store, "--top", "1"});
+  EXPECT_NE(top.out.find("... 3 more"), std::string::npos) << top.out;
+  Exit data = analyze({"ranges", store, "--domain", "data", "--json"});
+  ASSERT_EQ(data.code, 0) << data.err;
+  tc::test::JsonValue d = tc::test::parse_json(data.out);
+  ASSERT_EQ(d["ranges"].a.size(), 2u) << data.out;
+  for (const auto& r : d["ranges"].a) EXPECT_EQ(r["domain"].s, "data");
+  Exit none = analyze({"ranges", store, "--name", "no-such-range"});
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("no ranges or marks match"), std::string::npos) << none.out;
+  EXPECT_EQ(analyze({"ranges", store, "--kind", "cuda"}).code, 2);
+  Exit help = analyze({"ranges", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--domain"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--step-range NAME"), std::string::npos) << help.out;
+}
+
+TEST(Analyze, AProgramWithoutTcIsReportedAndStepsComeFromARange) {
+  TempDir dir;
+  std::string store = write_nvtx_store(dir);
+  Exit e = analyze({store});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("note      no training steps: the program does not link tc and no --step-range was given"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("MainThread"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("checkpoint"), std::string::npos) << e.out;
+  Exit j = analyze({store, "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  tc::test::JsonValue v = tc::test::parse_json(j.out);
+  EXPECT_EQ(v["summary"]["steps"].n, 0);
+  ASSERT_EQ(v["ranges"].a.size(), 4u);
+  EXPECT_EQ(v["ranges"].a[0]["self_ns"].n, 45'000'000);
+
+  Exit steps = analyze({store, "--step-range", "train_step", "--json"});
+  ASSERT_EQ(steps.code, 0) << steps.err;
+  tc::test::JsonValue s = tc::test::parse_json(steps.out);
+  EXPECT_EQ(s["summary"]["steps"].n, 3) << "the cut one is not a step";
+  EXPECT_EQ(s["summary"]["step_source"].s, "range");
+  EXPECT_DOUBLE_EQ(s["summary"]["step_p50_s"].n, 0.025);
+  Exit text = analyze({store, "--step-range", "train_step"});
+  EXPECT_NE(text.out.find("steps     3 (range 'train_step', p50 25.0 ms, p99 30.0 ms)"), std::string::npos) << text.out;
+  EXPECT_EQ(analyze({store, "--step-range", "train_step", "--fail-on", "steps<3"}).code, 0);
+
+  Exit missing = analyze({store, "--step-range", "trian_step"});
+  EXPECT_EQ(missing.code, 0) << missing.err;
+  EXPECT_NE(missing.out.find("no training steps: no range is named 'trian_step' (tc-analyze --step-range); the ranges with the most time here: "
+                             "'train_step' (4)"),
+            std::string::npos)
+      << missing.out;
+  Exit blank = analyze({store, "--step-range", ""});
+  EXPECT_EQ(blank.code, 2) << blank.err;
+  EXPECT_EQ(tc::test::count_lines(blank.err), 1) << blank.err;
 }
 
 }  // namespace

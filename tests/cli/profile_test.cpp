@@ -6,7 +6,9 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <thread>
 #include <map>
 #include <set>
@@ -208,6 +210,38 @@ TEST(Profile, ExitStatusIsTheProgramsOwn) {
   RunRow run = read_run(*r);
   EXPECT_EQ(run.exit_code, 3);
   EXPECT_TRUE(run.complete);
+}
+
+// A program that records nothing (and knows nothing of tc): a complete store,
+// one file out of WAL mode, nothing left beside it, and the run row says what
+// the CUDA probe found; on a machine without an NVIDIA driver that it loaded
+// nothing.
+TEST(Profile, AProgramThatRecordsNothingGetsAFinishedStore) {
+  TempDir dir;
+  const std::string out = dir.file("true.tcdb");
+  Exit e = tc::test::run(profiled(out, {"/bin/true"}));
+  ASSERT_EQ(e.code, 0) << e.err;
+  for (const char* side : {"-wal", "-shm", "-journal", "-reserve"}) EXPECT_FALSE(std::filesystem::exists(out + side)) << side;
+  std::ifstream in(out, std::ios::binary);
+  char header[20] = {};
+  in.read(header, sizeof header);
+  EXPECT_EQ(header[18], 1) << "the store is still in WAL mode";
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  RunRow run = read_run(*r);
+  EXPECT_TRUE(run.complete);
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.event_count, 0);
+  auto q = r->query("SELECT cuda FROM run");
+  ASSERT_TRUE(q.next()) << q.status().message();
+  const std::string cuda(q.text(0));
+  struct stat st{};
+  bool driver = false;
+  for (const char* node : {"/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg"}) driver = driver || ::stat(node, &st) == 0;
+  if (cuda != "built without CUDA" && !driver) {
+    EXPECT_EQ(cuda, "no device: no NVIDIA driver (none of /proc/driver/nvidia/version, /dev/nvidiactl, /dev/dxg)");
+  }
+  EXPECT_FALSE(cuda.empty());
 }
 
 TEST(Profile, MissingProgramExits127WithAOneLineReason) {
@@ -516,6 +550,42 @@ TEST(Profile, AFileSizeLimitIsReportedAsAFullStore) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(read_run(*r).complete);
   EXPECT_TRUE(files_starting(dir, ".run.tcdb.tc-tmp-").empty());
+}
+
+// A store that fills up early in a run that goes on recording for seconds:
+// tc-profile keeps draining (counting what it cannot store), the program ends,
+// and the store is marked. tc-profile used to stop draining at its first
+// periodic commit after the failure, while the program's threads waited for
+// ring space as long as it lived: both hung for good. The watchdog only turns
+// such a hang into a failure instead of a stuck test.
+TEST(Profile, AStoreThatFillsUpEarlyStillEndsWithTheProgram) {
+  if (!kRecords) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): nothing fills the store";
+  TempDir dir;
+  std::string out = dir.file("run.tcdb");
+  Exit e;
+  std::atomic<bool> done{false};
+  {
+    FileSizeLimit limit(1000000);
+    ASSERT_TRUE(limit.ok());
+    Child child({bin("tc-profile"), "-q", "--rings", "4", "--ring-slots", "4096", "-o", out, "--", bin("tc-test-recorder"), "--events",
+                 "2000000", "--threads", "2", "--end", "exit"});
+    std::thread watchdog([&] {
+      for (int i = 0; i < 1200 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!done) kill(child.pid(), SIGKILL);
+    });
+    e = child.wait();
+    done = true;
+    watchdog.join();
+  }
+  ASSERT_NE(e.signal, SIGKILL) << "tc-profile hung after the store filled up: " << e.err;
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_NE(e.err.find("ulimit -f"), std::string::npos) << e.err;
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(read_run(*r).complete);
+  auto marked = r->scalar_i64("SELECT count(*) FROM dropped WHERE reason LIKE 'disk full%'");
+  ASSERT_TRUE(marked.ok()) << marked.status().message();
+  EXPECT_EQ(*marked, 1);
 }
 
 // A forced run whose recording fails does not replace the good store.

@@ -169,4 +169,27 @@ TEST_F(CorruptRing, ScribbledDropCountersSaturateInsteadOfGoingNegative) {
   EXPECT_EQ(count(r, "SELECT complete FROM run"), 0);
 }
 
+TEST_F(CorruptRing, PerReasonDropCountsWithoutATotalStillMarkTheRunIncomplete) {
+  // Found by fuzz_rings: the per-reason counters were written as dropped rows
+  // but run.dropped_count summed only the ring's total (0 here), so the store
+  // said complete = 1 with three reasons in `dropped`.
+  ring0().dropped.store(0);
+  ring0().dropped_by[static_cast<uint32_t>(tr::DropReason::kNoCollector)].store(7);
+  ring0().dropped_by[static_cast<uint32_t>(tr::DropReason::kAbandoned)].store(5);
+  tc::store::Reader r = finish();
+  EXPECT_EQ(count(r, "SELECT dropped_count FROM run"), 12) << reasons(r);
+  EXPECT_EQ(count(r, "SELECT sum(count) FROM dropped"), 12) << reasons(r);
+  EXPECT_EQ(count(r, "SELECT complete FROM run"), 0);
+}
+
+TEST_F(CorruptRing, ATotalAboveItsReasonsIsStoredAsDroppedWithoutAReason) {
+  ring0().dropped.store(9);
+  ring0().dropped_by[static_cast<uint32_t>(tr::DropReason::kCollectorGone)].store(4);
+  tc::store::Reader r = finish();
+  EXPECT_EQ(count(r, "SELECT dropped_count FROM run"), 9) << reasons(r);
+  EXPECT_EQ(count(r, "SELECT count FROM dropped WHERE reason LIKE 'ring full after%'"), 4) << reasons(r);
+  EXPECT_EQ(count(r, "SELECT count FROM dropped WHERE reason LIKE '%without a reason'"), 5) << reasons(r);
+  EXPECT_EQ(count(r, "SELECT complete FROM run"), 0);
+}
+
 }  // namespace

@@ -126,7 +126,10 @@ TEST_F(Killed, AProgramAndItsCollectorKilledTogetherKeepWhatIsASecondOld) {
   ASSERT_EQ(kill(collector, SIGKILL), 0);
   ASSERT_EQ(kill(pid_in(line), SIGKILL), 0);
   child.wait();
-  auto r = tc::store::Reader::open(out);
+  // The collector never finished: the store is still under its hidden name
+  // beside out, valid up to its last commit.
+  EXPECT_FALSE(std::filesystem::exists(out));
+  auto r = tc::store::Reader::open(launcher_store(dir, out));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(events_in(*r), 100000) << "every event recorded over a second before the kill";
   EXPECT_EQ(scalar(*r, "SELECT event_count FROM run"), 100000) << "the run row says how much the store holds";
@@ -221,12 +224,44 @@ TEST(InProcess, RefusesAPathThatIsNotARegularFile) {
   const std::string fifo = dir.file("fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto e = tc::test::run(recorder(10, 1, "return"), {{"TC_PROFILE", fifo}, {"TC_PROFILE_FD", ""}});
-  EXPECT_NE(e.err.find("it exists and is not a regular file"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("it is a FIFO, not a store"), std::string::npos) << e.err;
   struct stat st;
   ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
   auto d = tc::test::run(recorder(10, 1, "return"), {{"TC_PROFILE", dir.path().string()}, {"TC_PROFILE_FD", ""}});
-  EXPECT_NE(d.err.find("it exists and is not a regular file"), std::string::npos) << d.err;
+  EXPECT_NE(d.err.find("it is a directory, not a store"), std::string::npos) << d.err;
+}
+
+// TC_PROFILE= over a good store: while the run records, PATH is still the
+// old store (the new one is built beside it), and it is replaced only when the
+// new one is finished, here after the program was SIGKILLed.
+TEST(InProcess, AnExistingStoreIsReplacedOnlyWhenTheNewOneIsFinished) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  Exit first = tc::test::run(recorder(10, 1, "exit"), {{"TC_PROFILE", out}, {"TC_PROFILE_QUIET", "1"}});
+  ASSERT_EQ(first.code, 0) << first.err;
+  Child child(recorder(3000, 1, "wait"), {{"TC_PROFILE", out}, {"TC_PROFILE_QUIET", "1"}});
+  std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("recorded 3000 pid ", 0), 0u) << line;
+  {
+    auto old = tc::store::Reader::open(out);
+    ASSERT_TRUE(old.ok()) << old.status().message();
+    EXPECT_EQ(scalar(*old, "SELECT event_count FROM run"), 10) << "the old store stays whole while the new run records";
+    EXPECT_EQ(scalar(*old, "SELECT complete FROM run"), 1);
+  }
+  bool beside = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) beside |= e.path().filename().string().starts_with(".run.tcdb.tc-tmp-");
+  EXPECT_TRUE(beside) << "the new store is built under a hidden name beside " << out;
+  ASSERT_EQ(kill(pid_in(line), SIGKILL), 0);
+  child.wait();
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(events_in(*r), 3000);
+  EXPECT_EQ(scalar(*r, "SELECT complete FROM run"), 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tc-tmp-"), std::string::npos) << "left behind: " << e.path();
+  }
 }
 
 }  // namespace

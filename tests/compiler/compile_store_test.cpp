@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/json.h"
 #include "support/process.h"
 #include "tc/store/reader.h"
 #include "tc/trace/trace.h"
@@ -246,6 +247,45 @@ TEST(CompiledStore, EagerOpsAreTimedAsKernels) {
   // Step two repeats step one's ops: each distinct op is described once.
   EXPECT_LT(one("SELECT count(*) FROM kernels WHERE graph_id = 0"), ops);
   EXPECT_EQ(one("SELECT count(*) FROM compilations"), 0);
+}
+
+// #14: old->new of a shape change names the closest earlier graph of the same
+// structure (fewest differing dims, the most recent on a tie), not the first:
+// lengths 88, 128, 86, 39 read 88->128, 128->86, 86->39; a length seen before
+// compiles nothing. The shape-change finding still takes every value and
+// computes its plans.
+TEST(CompiledStore, AShapeChangeNamesTheClosestEarlierGraph) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string store = dir.file("shapes.tcdb");
+  auto e = tc::test::run({bin("tc-test-shapes"), "--lengths", "88,128,86,39,128"},
+                         {{"TC_PROFILE", store}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto reader = tc::store::Reader::open(store);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  std::vector<std::pair<int64_t, int64_t>> changes;
+  auto q = reader->query("SELECT i.old_value, i.new_value FROM compilation_inputs i JOIN compilations c USING (graph_id) "
+                         "WHERE i.input = 'tokens' AND i.dim = 1 AND c.reason = 'shape_change' ORDER BY c.ts");
+  while (q.next()) changes.push_back({q.i64(0), q.i64(1)});
+  ASSERT_TRUE(q.status().ok()) << q.status().message();
+  EXPECT_EQ(changes, (std::vector<std::pair<int64_t, int64_t>>{{88, 128}, {128, 86}, {86, 39}}));
+  EXPECT_EQ(*reader->scalar_i64("SELECT count(*) FROM compilation_inputs WHERE input <> 'tokens' OR dim <> 1"), 0);
+
+  auto a = tc::test::run({bin("tc-analyze"), store, "--json"}, {});
+  ASSERT_EQ(a.code, 0) << a.err;
+  tc::test::JsonValue v = tc::test::parse_json(a.out);
+  const tc::test::JsonValue* f = nullptr;
+  for (const auto& x : v["findings"].a)
+    if (x["kind"].s == "recompilation.shape_change" && x["evidence"]["input"].s == "tokens") f = &x;
+  ASSERT_NE(f, nullptr) << a.out;
+  const auto& ev = (*f)["evidence"];
+  std::vector<int64_t> values;
+  for (const auto& d : ev["values"].a) values.push_back(static_cast<int64_t>(d["value"].n));
+  EXPECT_EQ(values, (std::vector<int64_t>{39, 86, 88, 128}));
+  EXPECT_EQ(ev["compilations"].n, 4);
+  EXPECT_EQ(ev["pad"]["to"].n, 128);
+  EXPECT_FALSE(ev["buckets"]["sizes"].a.empty());
+  EXPECT_FALSE((*f)["suggestion"].s.empty());
 }
 
 }  // namespace

@@ -136,6 +136,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!events.ok() || !rows.ok() || *events != *rows) fail("run.event_count is not the events stored");
   auto dropped = r->scalar_i64("SELECT dropped_count FROM run");
   if (!dropped.ok() || *dropped < 0) fail("negative dropped_count");
+  // The documented invariant: dropped_count is the sum of dropped.count
+  // (saturating: with a count of 2^40 or more, only "huge" is checked).
+  auto sum = r->scalar_i64("SELECT coalesce(sum(count), 0) FROM dropped WHERE count < 1099511627776");
+  auto huge = r->scalar_i64("SELECT count(*) FROM dropped WHERE count >= 1099511627776");
+  if (!sum.ok() || !huge.ok()) fail("the dropped table does not read");
+  if (*huge == 0 && *dropped != *sum)
+    fail("run.dropped_count " + std::to_string(*dropped) + " is not the sum of dropped.count " + std::to_string(*sum));
+  if (*huge > 0 && *dropped < (int64_t{1} << 40)) fail("a huge dropped.count but a small run.dropped_count");
   auto complete = r->scalar_i64("SELECT complete FROM run");
   auto reasons = r->scalar_i64("SELECT count(*) FROM dropped");
   if (!complete.ok() || !reasons.ok() || (*complete == 1 && (*dropped != 0 || *reasons != 0))) fail("complete although something was dropped");

@@ -83,9 +83,9 @@ const BadFile kBadFiles[] = {
     {"newer_version",
      [](const std::string& p) {
        testing::write_sample_store(p);
-       patch(p, 60, std::string("\0\0\0\3", 4));  // user_version = 3
+       patch(p, 60, std::string("\0\0\0\5", 4));  // user_version = 5
      },
-     StatusCode::kNewerVersion, "written by tc schema v3; this tc reads up to v2; upgrade tc"},
+     StatusCode::kNewerVersion, "written by tc schema v5; this tc reads up to v4; upgrade tc"},
     // user_version is signed: -1 is a damaged header, not "schema v4294967295".
     {"negative_version",
      [](const std::string& p) {
@@ -263,6 +263,45 @@ TEST(store_reader, OpensAStoreOfAnOlderVersion) {
   auto r2 = Reader::open(now);
   ASSERT_TRUE(r2.ok()) << r2.status().message();
   EXPECT_TRUE(r2->has(schema::executions, "execution_id"));
+}
+
+// v4's store columns: a row bound up to its record's fields gets tc's values
+// (every writer from before v4 binds just those); a v3 store lacks them and
+// framework_imports, and still opens.
+TEST(store_reader, StoreColumnsTakeTcsValuesAndAV3StoreLacksThem) {
+  ScratchDir dir;
+  const std::string path = dir.path("v3.tcdb");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE((*w)->row(schema::steps).null().i64(1).i64(10).i64(5).i64(0).i64(1).insert().ok());
+    ASSERT_TRUE((*w)->row(schema::compilation_inputs).null().i64(1).i64(7).text("ids").i64(1).i64(8).i64(9).insert().ok());
+    ASSERT_TRUE((*w)->row(schema::explicit_evaluations).null().i64(1).i64(10).i64(5).i64(0).text("item").i64(1).i64(3).i64(0).text("torch.compile")
+                    .insert().ok());
+    // One value too many is still refused.
+    EXPECT_FALSE((*w)->row(schema::steps).null().i64(1).i64(10).i64(5).i64(0).i64(1).text("tc").text("extra").insert().ok());
+    ASSERT_TRUE((*w)->finalize().ok());
+  }
+  {
+    auto r = Reader::open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto q = r->query("SELECT (SELECT framework FROM steps), (SELECT dynamic FROM compilation_inputs), (SELECT framework FROM explicit_evaluations), "
+                      "(SELECT reason IS NULL FROM explicit_evaluations), (SELECT count(*) FROM framework_imports)");
+    ASSERT_TRUE(q.next()) << q.status().message();
+    EXPECT_EQ(q.text(0), "tc");
+    EXPECT_EQ(q.i64(1), 0);
+    EXPECT_EQ(q.text(2), "torch.compile");
+    EXPECT_EQ(q.i64(3), 1);
+    EXPECT_EQ(q.i64(4), 0);
+  }
+  ASSERT_EQ(tc::test::downgrade_store(path, 3), "");
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->schema_version(), 3);
+  EXPECT_FALSE(r->has(schema::compilations, "framework"));
+  EXPECT_FALSE(r->has(schema::framework_imports, "framework"));
+  EXPECT_TRUE(r->has(schema::compilations, "reason"));
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM steps"), 1);
 }
 
 // A column the store's own version declares must be there.

@@ -30,7 +30,7 @@ TEST(store_writer, RoundTripsExactValues) {
                     .i64(1).text("0.1.0").text(R"(["train","--steps","3"])").text("/home/u").text("host-1")
                     .text("in-process").text("tsc").i64(1'000'000'000).null().i64(1'700'000'000'123'456'789)
                     .null().i64(9).i64(0).i64(6).i64(2).text("no device: cudaGetDeviceCount error 35")
-                    .insert().ok());
+                    .null().null().insert().ok());
     ASSERT_TRUE(wr.row(schema::run_env).null().text("TC_EAGER").text("1").insert().ok());
     ASSERT_TRUE(wr.row(schema::strings).i64(42).text("input_ids 'quoted' \xc3\xa9").insert().ok());
     ASSERT_TRUE(wr.row(schema::locations).i64(7).text("train.step").text("train.cpp").text("main").i64(12).insert().ok());
@@ -47,7 +47,7 @@ TEST(store_writer, RoundTripsExactValues) {
                     .i64(1).text("0.1.0").text(R"(["train","--steps","3"])").text("/home/u").text("host-1")
                     .text("in-process").text("tsc").i64(1'000'000'000).i64(2'000'000'000).i64(1'700'000'000'123'456'789)
                     .i64(0).null().i64(1).i64(6).i64(2).text("no device: cudaGetDeviceCount error 35")
-                    .insert().ok());
+                    .text("train_step").text("tc").insert().ok());
     EXPECT_EQ(wr.rows_written(), 12);
     Status s = wr.finalize();
     ASSERT_TRUE(s.ok()) << s.message();
@@ -62,7 +62,7 @@ TEST(store_writer, RoundTripsExactValues) {
   EXPECT_EQ(*r->scalar_i64("PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM run"), 1);
 
-  auto run = r->query("SELECT command, end_ts, start_unix_ns, exit_code, exit_signal, complete, cuda FROM run");
+  auto run = r->query("SELECT command, end_ts, start_unix_ns, exit_code, exit_signal, complete, cuda, step_range, nvtx FROM run");
   ASSERT_TRUE(run.next()) << run.status().message();
   EXPECT_EQ(run.text(0), R"(["train","--steps","3"])");
   EXPECT_EQ(run.i64(1), 2'000'000'000);
@@ -71,6 +71,8 @@ TEST(store_writer, RoundTripsExactValues) {
   EXPECT_TRUE(run.is_null(4));
   EXPECT_EQ(run.i64(5), 1);
   EXPECT_EQ(run.text(6), "no device: cudaGetDeviceCount error 35");
+  EXPECT_EQ(run.text(7), "train_step");
+  EXPECT_EQ(run.text(8), "tc");
   EXPECT_FALSE(run.next());
   EXPECT_TRUE(run.status().ok());
 
@@ -196,6 +198,47 @@ TEST(store_writer, DestructorWithoutFinalizeLeavesAValidStore) {
   auto r = Reader::open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM strings WHERE value = 'kept'"), 1);
+}
+
+// The schema goes into the main file before WAL mode starts: a copy of the
+// main file alone, taken after rows were committed (to the WAL) and before
+// any checkpoint, is a store of this version with every table, empty.
+TEST(store_writer, TheMainFileAloneIsAStoreBeforeAnyCheckpoint) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb"), alone = dir.path("alone.tcdb");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_TRUE((*w)->row(schema::strings).i64(1).text("in the wal").insert().ok());
+  ASSERT_TRUE((*w)->commit().ok());
+  ASSERT_TRUE(exists(path + "-wal"));
+  testing::write_bytes(alone, testing::read_bytes(path));
+  auto r = Reader::open(alone);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->schema_version(), kSchemaVersion);
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
+            static_cast<int64_t>(schema::all_tables().size()));
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM strings"), 0);
+}
+
+// finalize() leaves one file in rollback mode (header bytes 18 and 19 are 1;
+// 2 would be WAL, which makes every reader create -wal and -shm files beside
+// it), with nothing beside it and every row in it.
+TEST(store_writer, FinalizeLeavesOneFileOutOfWalMode) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  testing::write_sample_store(path, 100);
+  const std::string bytes = testing::read_bytes(path);
+  ASSERT_GT(bytes.size(), 100u);
+  EXPECT_EQ(bytes.substr(0, 16), std::string("SQLite format 3\0", 16));
+  EXPECT_EQ(static_cast<int>(bytes[18]), 1) << "write version: still WAL";
+  EXPECT_EQ(static_cast<int>(bytes[19]), 1) << "read version: still WAL";
+  for (const char* side : {"-wal", "-shm", "-journal", "-reserve"}) EXPECT_FALSE(exists(path + side)) << side;
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM ranges"), 100);
+  auto q = r->query("PRAGMA integrity_check");
+  ASSERT_TRUE(q.next()) << q.status().message();
+  EXPECT_EQ(q.text(0), "ok");
 }
 
 // A file size limit (ulimit -f) makes writes fail the way a full disk does,

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <vector>
 
 #include "tc/store/schema.h"
 
@@ -19,9 +20,22 @@ inline std::string downgrade_store(const std::string& path, int version) {
       sql += "DROP TABLE " + std::string(t->name) + ";";
       continue;
     }
+    // Rebuilt rather than ALTER TABLE ... DROP COLUMN: SQLite's DROP COLUMN
+    // of a table's last column swallows the newline that ends the previous
+    // column's "--" doc comment, and the ")" with it ("error in table run
+    // after drop column: incomplete input").
+    std::vector<tc::store::ColumnDecl> kept;
     for (const tc::store::ColumnDecl& c : t->columns) {
-      if (c.since > version) sql += "ALTER TABLE " + std::string(t->name) + " DROP COLUMN " + std::string(c.name) + ";";
+      if (c.since <= version) kept.push_back(c);
     }
+    if (kept.size() == t->columns.size()) continue;
+    tc::store::TableDecl older = *t;
+    older.columns = kept;
+    std::string name(t->name), columns;
+    for (const tc::store::ColumnDecl& c : kept) columns += (columns.empty() ? "" : ", ") + std::string(c.name);
+    sql += "ALTER TABLE " + name + " RENAME TO tc_downgrade_old;" + tc::store::create_table_sql(older) + ";INSERT INTO " + name + " SELECT " +
+           columns + " FROM tc_downgrade_old; DROP TABLE tc_downgrade_old;";
+    for (const tc::store::IndexDecl& index : t->indexes) sql += tc::store::create_index_sql(*t, index) + ";";
   }
   sql += "COMMIT; PRAGMA user_version = " + std::to_string(version) + ";";
   sqlite3* db = nullptr;

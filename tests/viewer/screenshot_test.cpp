@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,75 +16,14 @@
 #include <string>
 
 #include "tc/viewer/demo_store.h"
+#include "viewer/screenshot_support.h"
 #include "tc/viewer/palette.h"
+#include "tc/viewer/timeline.h"
 
 namespace tc::viewer {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ViewerRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-// The viewer, run under the current display or a fresh Xvfb.
-std::string viewer_command() {
-  // Under AddressSanitizer the OpenGL stack (Mesa under Xvfb) leaks a few
-  // blocks at exit that are not ours; leak checking is off for the viewer's
-  // process only, memory errors are still caught.
-  std::string viewer = "ASAN_OPTIONS=detect_leaks=0 " + std::string(TC_BINARY_DIR) + "/bin/tc-viewer";
-  const char* display = std::getenv("DISPLAY");
-  if (display && *display) return viewer;
-  return "xvfb-run -a env " + viewer;
-}
-
-bool have_display() {
-  const char* display = std::getenv("DISPLAY");
-  return (display && *display) || std::system("command -v xvfb-run > /dev/null 2>&1") == 0;
-}
-
-ViewerRun run_once(const std::string& args) {
-  ViewerRun r;
-  FILE* p = ::popen((viewer_command() + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// Once in a CI run the shared Xvfb refused a connection ("Failed to open
-// display :99") while the GUI tests ran in parallel; that is the test
-// machine, not the viewer, so such a run is tried again (at most twice).
-ViewerRun run(const std::string& args) {
-  ViewerRun r = run_once(args);
-  for (int again = 0; again < 2 && r.output.find("Failed to open display") != std::string::npos; ++again) r = run_once(args);
-  return r;
-}
-
-struct Image {
-  int w = 0, h = 0;
-  std::map<uint32_t, int> colours;  // 0xRRGGBB -> pixels
-  int count(palette::Rgb c) const {
-    auto it = colours.find((uint32_t{c.r} << 16) | (uint32_t{c.g} << 8) | c.b);
-    return it == colours.end() ? 0 : it->second;
-  }
-};
-
-Image load_png(const std::string& path) {
-  Image img;
-  int channels = 0;
-  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 3);
-  if (!data) return img;
-  for (int i = 0; i < img.w * img.h; ++i) {
-    const unsigned char* p = data + 3 * i;
-    ++img.colours[(uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2]];
-  }
-  stbi_image_free(data);
-  return img;
-}
 
 class ScreenshotTest : public ::testing::Test {
  protected:
@@ -155,6 +95,48 @@ TEST_F(ScreenshotTest, KernelLaneDrawsTheKernelsOfAnExecution) {
   ViewerRun s = run(dir_ + "/run.tcdb --screenshot " + stats + " --size 1200x700 --panel statistics --frames 1");
   ASSERT_EQ(s.exit_code, 0) << s.output;
   EXPECT_GT(load_png(stats).colours.size(), 20u);
+}
+
+// NVTX: each domain's group (its label row) with the program's colours and
+// the marks' diamonds; hovering a cut range says so in its tooltip.
+TEST_F(ScreenshotTest, NvtxGroupsDrawInTheProgramsColoursAndCutRangesSaySo) {
+  auto tl = load_timeline(dir_ + "/run.tcdb");
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  const std::string png = dir_ + "/nvtx.png";
+  ViewerRun r = run(dir_ + "/run.tcdb --screenshot " + png + " --size 1600x1000 --frames 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Image img = load_png(png);
+  ASSERT_EQ(img.w, 1600);
+  EXPECT_GE(img.count(palette::kNvtxGroup), 1000) << "two domains' label rows";
+  int coloured = 0;
+  for (const NvtxSite& site : tl->nvtx_sites) {
+    if (!site.color) continue;
+    ++coloured;
+    palette::Rgb c = palette::from_argb(*site.color);
+    EXPECT_GE(img.count(c), 20) << "NVTX colour " << std::hex << *site.color << " missing from the screenshot";
+  }
+  EXPECT_EQ(coloured, 4) << "the demo's coloured sites";
+
+  // The N-th NVTX range by start time (as --hover nvtx:N counts) that is cut.
+  std::vector<std::pair<int64_t, bool>> ranges;
+  for (const Lane& lane : tl->lanes) {
+    for (const Track& t : lane.tracks) {
+      if (t.kind != TrackKind::kNvtxRanges && t.kind != TrackKind::kNvtxStartEnd) continue;
+      for (size_t i = 0; i < t.size(); ++i) ranges.push_back({t.ts[i], t.is_cut(i)});
+    }
+  }
+  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t cut = 0;
+  while (cut < ranges.size() && !ranges[cut].second) ++cut;
+  ASSERT_LT(cut, ranges.size()) << "the demo has a cut range";
+  const std::string plain = dir_ + "/nvtx_plain.png", hover = dir_ + "/nvtx_hover.png";
+  const std::string spec = "nvtx:" + std::to_string(cut + 1);
+  ViewerRun a = run(dir_ + "/run.tcdb --screenshot " + plain + " --size 1400x900 --select " + spec + " --frames 1");
+  ViewerRun b = run(dir_ + "/run.tcdb --screenshot " + hover + " --size 1400x900 --hover " + spec + " --frames 1");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(load_png(plain).count(palette::kTooltipCut), 0);
+  EXPECT_GT(load_png(hover).count(palette::kTooltipCut), 10) << "the tooltip's cut line";
 }
 
 TEST_F(ScreenshotTest, BadStoreShowsItsErrorInsteadOfCrashing) {

@@ -14,7 +14,13 @@ namespace schema = store::schema;
 enum Loc : int64_t {
   kStepRange = 1, kForward, kBackward, kOptimizer, kDataLoad, kLive, kCapacity, kLogInstant,
   kItemSite, kToHostSite, kMarkStepSite, kLossSite,
+  // NVTX sites (file 'nvtx', function = the domain).
+  kNvtxTrainStep, kNvtxForward, kNvtxBackward, kNvtxCheckpoint, kNvtxEpoch, kNvtxLoadBatch, kNvtxDecode, kNvtxQueue,
+  kNvtxPrefetch,
 };
+
+// NVTX colours the demo's program gives (0xAARRGGBB); the others take the palette's.
+constexpr int64_t kNvtxGreen = 0xFF76B900, kNvtxOrange = 0xFFE8710A, kNvtxBlue = 0xFF1E88E5, kNvtxRed = 0xFFD50000;
 
 }  // namespace
 
@@ -27,7 +33,7 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
   store::Writer& w = **created;
   const int threads = std::max(1, o.threads);
   const int steps = std::max(4, o.steps);
-  const int64_t t_start = 1'000'000'000;
+  const int64_t t_start = 1'000'000'000 - o.clock_offset_ns;
   const int64_t t_end = t_start + steps * o.step_ns;
   int64_t events = 0;
 
@@ -35,8 +41,12 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
                          .i64(1).text("0.1.0").text("[\"./train\",\"--steps\",\"" + std::to_string(steps) + "\"]")
                          .text("/work").text("demo").text("tc-profile").text("monotonic")
                          .i64(t_start).i64(t_end).i64(1'700'000'000'000'000'000).i64(0).null().i64(1)
-                         .i64(0).i64(0).text("no device")
+                         .i64(0).i64(0).text("no device").null().text("tc")
                          .insert());
+  if (o.rank >= 0) {
+    TC_RETURN_IF_ERROR(w.row(schema::ranks).null().i64(1).i64(o.rank).i64(o.world_size).text("demo").text("demo-job").i64(o.clock_offset_ns)
+                           .i64(1000).insert());
+  }
   struct L { int64_t id; const char* name; const char* file; const char* fn; int64_t line; };
   const L locs[] = {
       {kStepRange, "train.step", "train.cpp", "main", 30},
@@ -51,13 +61,23 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
       {kToHostSite, "to_host", "eval.cpp", "evaluate", 17},
       {kMarkStepSite, "mark_step", "train.cpp", "main", 48},
       {kLossSite, "cross_entropy", "train.cpp", "main", 39},
+      {kNvtxTrainStep, "train_step", "nvtx", "", 0},
+      {kNvtxForward, "forward", "nvtx", "", 0},
+      {kNvtxBackward, "backward", "nvtx", "", 0},
+      {kNvtxCheckpoint, "checkpoint", "nvtx", "", 0},
+      {kNvtxEpoch, "epoch", "nvtx", "", 0},
+      {kNvtxLoadBatch, "load batch", "nvtx", "data", 0},
+      {kNvtxDecode, "decode", "nvtx", "data", 0},
+      {kNvtxQueue, "queue depth", "nvtx", "data", 0},
+      {kNvtxPrefetch, "prefetch", "nvtx", "data", 0},
   };
   for (const L& l : locs) {
     TC_RETURN_IF_ERROR(w.row(schema::locations).i64(l.id).text(l.name).text(l.file).text(l.fn).i64(l.line).insert());
   }
-  TC_RETURN_IF_ERROR(w.row(schema::processes).i64(1).i64(4242).text("train").i64(t_start).i64(t_end).insert());
+  const int64_t pid = 4242 + std::max<int64_t>(o.rank, 0) * 100;
+  TC_RETURN_IF_ERROR(w.row(schema::processes).i64(1).i64(pid).text("train").i64(t_start).i64(t_end).insert());
   for (int t = 0; t < threads; ++t) {
-    TC_RETURN_IF_ERROR(w.row(schema::threads).i64(t + 1).i64(1).i64(4242 + t)
+    TC_RETURN_IF_ERROR(w.row(schema::threads).i64(t + 1).i64(1).i64(pid + t)
                            .text(t == 0 ? "main" : "loader " + std::to_string(t)).insert());
   }
 
@@ -109,6 +129,12 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
     int64_t exec_ns = o.step_ns / 4;
     int64_t step_dur = exec_ts + exec_ns - ts + 100'000;
     TC_RETURN_IF_ERROR(w.row(schema::steps).null().i64(1).i64(ts).i64(step_dur).i64(s).i64(kMarkStepSite).insert());
+    if (o.rank >= 0) {
+      const int64_t arrive = ts + step_dur + o.rank * 100'000, last = ts + step_dur + (o.world_size - 1) * 100'000;
+      TC_RETURN_IF_ERROR(w.row(schema::collectives).null().i64(1).i64(arrive).i64(last + 500'000 - arrive).i64(s).i64(s + 1)
+                             .text("all_reduce_mean").i64(1 << 20).i64(4).i64(kMarkStepSite).insert());
+      ++events;
+    }
     TC_RETURN_IF_ERROR(w.row(schema::executions).null().i64(1).i64(exec_ts).i64(exec_ns).i64(graph).i64(s)
                            .text("mark_step").i64(260).i64(s + 1).insert());
     events += 2;
@@ -153,6 +179,64 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
                            .i64(capacity * 97 / 100).i64(capacity).i64(1LL << 30).i64(1LL << 30).i64(2LL << 30)
                            .i64(capacity * 97 / 100 - (5LL << 30)).i64(1LL << 30).i64(0).i64(64).insert());
     events += 2;
+  }
+
+  // NVTX, as tc-profile records a program that calls NVTX itself: on the
+  // main thread (default domain) train_step holding forward and backward,
+  // a checkpoint mark every 10 steps and an epoch start/end range every 10
+  // steps that the loader thread ends; on the loader thread (domain "data")
+  // load batch holding decode, a queue-depth mark with a real payload, and a
+  // prefetch left open when the process ended (cut).
+  {
+    const int loader = threads > 1 ? 2 : 1;
+    struct Site { int64_t loc; int utid; const char* domain; int64_t category, color; };
+    const Site sites[] = {
+        {kNvtxTrainStep, 1, nullptr, 1, kNvtxGreen}, {kNvtxForward, 1, nullptr, 1, 0}, {kNvtxBackward, 1, nullptr, 1, kNvtxOrange},
+        {kNvtxCheckpoint, 1, nullptr, 0, kNvtxRed}, {kNvtxEpoch, 1, nullptr, 0, 0}, {kNvtxLoadBatch, loader, "data", 2, kNvtxBlue},
+        {kNvtxDecode, loader, "data", 2, 0}, {kNvtxQueue, loader, "data", 0, 0}, {kNvtxPrefetch, loader, "data", 0, 0},
+    };
+    for (const Site& site : sites) {
+      auto r = w.row(schema::nvtx_sites);
+      r.null().i64(site.utid).i64(site.loc);
+      if (site.domain) r.text(site.domain); else r.null();
+      if (site.category) r.i64(site.category); else r.null();
+      if (site.color) r.i64(site.color); else r.null();
+      TC_RETURN_IF_ERROR(r.text("ascii").insert());
+    }
+    TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(1).null().i64(1).text("compute").insert());
+    TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(loader).text("data").i64(2).text("input").insert());
+    auto range = [&](int utid, int64_t ts, int64_t dur, int64_t depth, int64_t loc, int64_t payload) {
+      ++events;
+      return w.row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(payload).insert();
+    };
+    for (int s = 0; s < steps; ++s) {
+      const int64_t ts = t_start + s * o.step_ns, half = o.step_ns * 2 / 5;
+      TC_RETURN_IF_ERROR(range(1, ts + 50'000, o.step_ns * 9 / 10, 0, kNvtxTrainStep, s));
+      TC_RETURN_IF_ERROR(range(1, ts + 100'000, half, 1, kNvtxForward, 0));
+      TC_RETURN_IF_ERROR(range(1, ts + 200'000 + half, half, 1, kNvtxBackward, 0));
+      if (s % 10 == 9) {
+        TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(1).i64(ts + o.step_ns * 19 / 20).i64(kNvtxCheckpoint).i64(s + 1).insert());
+        ++events;
+      }
+      if (s % 10 == 0) {
+        TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_starts).null().i64(1).i64(ts).i64(s / 10 + 1).i64(kNvtxEpoch).i64(s / 10).insert());
+        ++events;
+        if (s + 10 < steps) {  // the loader ends it; the last epoch stays open (cut)
+          TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_ends).null().i64(loader).i64(ts + 10 * o.step_ns - 1000).i64(s / 10 + 1).insert());
+        }
+      }
+      const int64_t lt = ts + o.step_ns / 10;
+      if (s + 1 < steps) {
+        TC_RETURN_IF_ERROR(range(loader, lt, o.step_ns / 2, 0, kNvtxLoadBatch, s + 1));
+        TC_RETURN_IF_ERROR(range(loader, lt + o.step_ns / 8, o.step_ns / 4, 1, kNvtxDecode, 0));
+      } else {
+        TC_RETURN_IF_ERROR(range(loader, lt, -1, 0, kNvtxPrefetch, s + 1));  // still open when the process ended
+      }
+      TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue).i64(0).insert());
+      TC_RETURN_IF_ERROR(w.row(schema::nvtx_real_payloads).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue)
+                             .f64(0.5 + 0.25 * (s % 7)).insert());
+      ++events;
+    }
   }
 
   // User ranges: units of one depth-0 range holding three depth-1 ranges that

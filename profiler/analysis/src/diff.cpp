@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "json.h"
 #include "tc/analysis/fail_on.h"
@@ -138,6 +140,137 @@ std::string diff_json(const Report& a, const Report& b) {
     const char* verdict = c.a_calls == 0 ? "new" : c.b_calls == 0 ? "gone" : c.b_s < c.a_s ? "faster" : c.b_s > c.a_s ? "slower" : "same";
     j.begin_object().field("name", c.name).field("a_total_s", c.a_s).field("b_total_s", c.b_s).field("a_calls", c.a_calls);
     j.field("b_calls", c.b_calls).field("change", verdict).end_object();
+  }
+  j.end_array().end_object();
+  return j.str();
+}
+
+
+namespace {
+
+const char* kRankMetrics[] = {"steps", "compilations", "recompilations", "explicit_evaluations", "collective_wait_s", "compile_s", "execute_s", "wall_s"};
+
+double rank_metric(const RankSummary& s, std::string_view m) {
+  if (m == "steps") return static_cast<double>(s.steps);
+  if (m == "compilations") return static_cast<double>(s.compilations);
+  if (m == "recompilations") return static_cast<double>(s.recompilations);
+  if (m == "explicit_evaluations") return static_cast<double>(s.explicit_evaluations);
+  if (m == "collective_wait_s") return s.collective_wait_s;
+  if (m == "compile_s") return s.compile_s;
+  if (m == "execute_s") return s.execute_s;
+  return s.wall_s;
+}
+
+const char* kTotals[] = {"ranks", "steps", "compilations", "recompilations", "explicit_evaluations", "collective_wait_s", "compile_s", "execute_s",
+                         "wall_s", "straggler_wait_s", "stragglers", "findings"};
+
+double total(const JobReport& j, std::string_view m) {
+  if (m == "ranks") return static_cast<double>(j.ranks.size());
+  if (m == "straggler_wait_s" || m == "stragglers" || m == "findings") return *metric_value(j, m);
+  double v = 0;
+  for (const RankSummary& s : j.ranks) v = (m == "steps" || m == "wall_s") ? std::max(v, rank_metric(s, m)) : v + rank_metric(s, m);
+  return v;
+}
+
+const RankSummary* rank_in(const JobReport& j, int64_t rank) {
+  for (const RankSummary& s : j.ranks)
+    if (s.rank == rank) return &s;
+  return nullptr;
+}
+
+std::vector<int64_t> all_ranks(const JobReport& a, const JobReport& b) {
+  std::set<int64_t> r;
+  for (const auto& s : a.ranks) r.insert(s.rank);
+  for (const auto& s : b.ranks) r.insert(s.rank);
+  return {r.begin(), r.end()};
+}
+
+std::map<std::string, KindTotals> by_kind(const JobReport& r) {
+  std::map<std::string, KindTotals> m;
+  for (const auto& f : r.findings) {
+    m[f.finding.kind].count++;
+    m[f.finding.kind].saving_s += f.finding.estimated_saving_s;
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string job_diff_text(const JobReport& a, const JobReport& b) {
+  std::string out;
+  char line[512];
+  auto row = [&](const std::string& name, std::optional<double> va, std::optional<double> vb) {
+    std::snprintf(line, sizeof line, "  %-22s %16s %16s  %s\n", name.c_str(), va ? format_number(*va).c_str() : "-", vb ? format_number(*vb).c_str() : "-",
+                  va && vb ? change(*va, *vb).c_str() : !va ? "new rank" : "rank gone");
+    out += line;
+  };
+  std::snprintf(line, sizeof line, "%-24s %16s %16s  %s\n", "", "A", "B", "change");
+  out += line;
+  auto stores = [](const JobReport& j) { return std::to_string(j.stores.size()) + (j.stores.size() == 1 ? " store" : " stores"); };
+  std::snprintf(line, sizeof line, "%-24s %16s %16s\n", "stores", stores(a).c_str(), stores(b).c_str());
+  out += line;
+  for (int64_t rank : all_ranks(a, b)) {
+    out += "rank " + std::to_string(rank) + "\n";
+    const RankSummary* ra = rank_in(a, rank);
+    const RankSummary* rb = rank_in(b, rank);
+    for (const char* m : kRankMetrics) {
+      row(m, ra ? std::optional<double>(rank_metric(*ra, m)) : std::nullopt, rb ? std::optional<double>(rank_metric(*rb, m)) : std::nullopt);
+    }
+  }
+  out += "total (summed over the ranks; steps and wall_s: the largest)\n";
+  for (const char* m : kTotals) row(m, total(a, m), total(b, m));
+  out += "\nfindings\n";
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::set<std::string> kinds;
+  for (auto& [k, v] : ka) kinds.insert(k);
+  for (auto& [k, v] : kb) kinds.insert(k);
+  for (const auto& k : kinds) {
+    KindTotals ta = ka[k], tb = kb[k];
+    std::snprintf(line, sizeof line, "%-32s %3d (est. %.3g s)  ->  %3d (est. %.3g s)%s\n", k.c_str(), ta.count, ta.saving_s, tb.count, tb.saving_s,
+                  tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
+    out += line;
+    for (const auto& f : a.findings)
+      if (f.finding.kind == k) out += "    A: " + printable(f.finding.title) + "\n";
+    for (const auto& f : b.findings)
+      if (f.finding.kind == k) out += "    B: " + printable(f.finding.title) + "\n";
+  }
+  if (kinds.empty()) out += "  none in either run\n";
+  return out;
+}
+
+std::string job_diff_json(const JobReport& a, const JobReport& b) {
+  Json j;
+  j.begin_object().field("schema", "tc-analyze-job-diff/1");
+  for (const auto& [name, r] : {std::pair<const char*, const JobReport*>{"a", &a}, {"b", &b}}) {
+    j.key(name).begin_object();
+    for (const char* m : kTotals) j.field(m, total(*r, m));
+    j.end_object();
+  }
+  j.key("ranks").begin_array();
+  for (int64_t rank : all_ranks(a, b)) {
+    j.begin_object().field("rank", rank);
+    for (const auto& [name, r] : {std::pair<const char*, const JobReport*>{"a", &a}, {"b", &b}}) {
+      j.key(name);
+      const RankSummary* s = rank_in(*r, rank);
+      if (!s) {
+        j.null();
+        continue;
+      }
+      j.begin_object();
+      for (const char* m : kRankMetrics) j.field(m, rank_metric(*s, m));
+      j.end_object();
+    }
+    j.end_object();
+  }
+  j.end_array();
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::set<std::string> kinds;
+  for (auto& [k, v] : ka) kinds.insert(k);
+  for (auto& [k, v] : kb) kinds.insert(k);
+  j.key("findings").begin_array();
+  for (const auto& k : kinds) {
+    j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
+    j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
   }
   j.end_array().end_object();
   return j.str();

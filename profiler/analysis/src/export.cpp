@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "json.h"
@@ -57,6 +61,21 @@ Status check_not_input(const std::string& store, const std::string& output) {
     }
   }
   return Status::Ok();
+}
+
+// What an NVTX site (nvtx_sites, schema v3) says about its ranges and marks.
+struct NvtxSite {
+  std::optional<std::string> domain;  // nullopt: NVTX's default domain
+  std::optional<int64_t> category, color;
+  std::string category_name;          // from nvtx_categories; "" when none names it
+  std::string cat() const { return domain ? "nvtx:" + *domain : "nvtx"; }
+};
+
+// "#RRGGBB" of 0xAARRGGBB (the alpha is dropped: trace viewers take no alpha).
+std::string rgb_text(int64_t argb) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%06X", static_cast<unsigned>(argb & 0xFFFFFF));
+  return buf;
 }
 
 }  // namespace
@@ -137,11 +156,84 @@ Status export_chrome(const store::Reader& r, const std::string& path, ExportStat
     w.event(j.str());
   };
   const std::string upid_of = "(SELECT upid FROM threads t WHERE t.utid = e.utid)";
-  each("SELECT coalesce(l.name, 'range'), " + upid_of + ", e.utid, e.ts, e.dur, e.arg FROM ranges e LEFT JOIN locations l ON l.id = e.loc_id",
+  // NVTX (schema v3): push/pop ranges and marks are rows of ranges and
+  // instants whose site is in nvtx_sites; they are exported under cat "nvtx"
+  // or "nvtx:DOMAIN" with the site's domain, category, colour and payload.
+  std::map<int64_t, NvtxSite> nvtx;                                      // by loc_id
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> real_payload;  // (utid, loc_id, ts)
+  std::map<int64_t, int64_t> process_end;                                // upid -> processes.end_ts
+  const bool has_nvtx = r.has(store::schema::nvtx_sites, "loc_id");
+  if (has_nvtx) {
+    // A category's name (nvtx_categories) is looked for in the site's own process first, then in any.
+    std::map<std::tuple<int64_t, std::optional<std::string>, int64_t>, std::string> names;  // (upid, domain, category)
+    std::map<std::pair<std::optional<std::string>, int64_t>, std::string> any_names;        // (domain, category)
+    auto domain_of = [&](const store::Query& q, int c) { return q.is_null(c) ? std::nullopt : std::optional(text(q, c)); };
+    if (r.has(store::schema::nvtx_categories, "name")) {
+      each("SELECT (SELECT upid FROM threads t WHERE t.utid = c.utid), c.domain, c.category, c.name FROM nvtx_categories c ORDER BY c.id",
+           [&](const store::Query& q) {
+             names[{q.i64(0), domain_of(q, 1), q.i64(2)}] = text(q, 3);
+             any_names[{domain_of(q, 1), q.i64(2)}] = text(q, 3);
+           });
+    }
+    each("SELECT s.loc_id, (SELECT upid FROM threads t WHERE t.utid = s.utid), s.domain, s.category, s.color FROM nvtx_sites s ORDER BY s.id",
+         [&](const store::Query& q) {
+           NvtxSite site;
+           site.domain = domain_of(q, 2);
+           if (!q.is_null(3)) {
+             site.category = q.i64(3);
+             auto own = names.find({q.i64(1), site.domain, *site.category});
+             auto any = any_names.find({site.domain, *site.category});
+             if (own != names.end()) site.category_name = own->second;
+             else if (any != any_names.end()) site.category_name = any->second;
+           }
+           if (!q.is_null(4)) site.color = q.i64(4);
+           nvtx.emplace(q.i64(0), std::move(site));  // the first row of a loc_id stands
+         });
+    if (r.has(store::schema::nvtx_real_payloads, "value")) {
+      each("SELECT utid, loc_id, ts, value FROM nvtx_real_payloads",
+           [&](const store::Query& q) { real_payload[{q.i64(0), q.i64(1), q.i64(2)}] = q.f64(3); });
+    }
+    each("SELECT upid, end_ts FROM processes WHERE end_ts IS NOT NULL", [&](const store::Query& q) { process_end[q.i64(0)] = q.i64(1); });
+  }
+  // A cut NVTX range lasts to its process's end (processes.end_ts), or to the run's when that is unknown.
+  auto cut_end = [&](int64_t upid, int64_t ts) {
+    auto it = process_end.find(upid);
+    return std::max(it != process_end.end() ? it->second : end_ts, ts);
+  };
+  // args of an NVTX event: domain, category (its name when nvtx_categories
+  // names it, else the number), payload (the real one when recorded, else the
+  // integer), colour; what the program did not give is null.
+  auto nvtx_args = [&](Json& a, const NvtxSite& s, int64_t utid, int64_t loc, int64_t ts, int64_t payload) {
+    if (s.domain) a.field("domain", *s.domain);
+    else a.key("domain").null();
+    if (!s.category_name.empty()) a.field("category", s.category_name);
+    else if (s.category) a.field("category", *s.category);
+    else a.key("category").null();
+    auto real = real_payload.find({utid, loc, ts});
+    if (real != real_payload.end()) a.field("payload", real->second);
+    else a.field("payload", payload);
+    if (s.color) a.field("color", rgb_text(*s.color));
+    else a.key("color").null();
+  };
+  each("SELECT coalesce(l.name, 'range'), " + upid_of + ", e.utid, e.ts, e.dur, e.arg, e.loc_id, e.depth FROM ranges e "
+       "LEFT JOIN locations l ON l.id = e.loc_id",
        [&](const store::Query& q) {
+         auto site = nvtx.find(q.i64(6));
          Json a;
-         a.begin_object().field("arg", q.i64(5));
+         a.begin_object();
          int64_t dur = q.i64(4);
+         if (site != nvtx.end()) {
+           nvtx_args(a, site->second, q.i64(2), q.i64(6), q.i64(3), q.i64(5));
+           a.field("depth", q.i64(7));
+           if (dur < 0) {
+             a.field("cut", true);  // still open when its thread or process ended
+             dur = cut_end(q.i64(1), q.i64(3)) - q.i64(3);
+           }
+           a.end_object();
+           complete(text(q, 0), site->second.cat().c_str(), q.i64(1), q.i64(2), q.i64(3), dur, &a);
+           return;
+         }
+         a.field("arg", q.i64(5));
          if (dur < 0) {
            a.field("unfinished", true);  // the thread died inside it
            dur = end_ts > q.i64(3) ? end_ts - q.i64(3) : 0;
@@ -149,14 +241,64 @@ Status export_chrome(const store::Reader& r, const std::string& path, ExportStat
          a.end_object();
          complete(text(q, 0), "range", q.i64(1), q.i64(2), q.i64(3), dur, &a);
        });
-  each("SELECT coalesce(l.name, 'instant'), " + upid_of + ", e.utid, e.ts, e.arg FROM instants e LEFT JOIN locations l ON l.id = e.loc_id",
+  each("SELECT coalesce(l.name, 'instant'), " + upid_of + ", e.utid, e.ts, e.arg, e.loc_id FROM instants e LEFT JOIN locations l ON l.id = e.loc_id",
        [&](const store::Query& q) {
+         auto site = nvtx.find(q.i64(5));
          Json j;
-         j.begin_object().field("name", text(q, 0)).field("cat", "instant").field("ph", "i").field("s", "t").field("pid", q.i64(1));
-         j.field("tid", q.i64(2)).field("ts", w.us(q.i64(3)));
-         j.key("args").begin_object().field("arg", q.i64(4)).end_object().end_object();
+         j.begin_object().field("name", text(q, 0)).field("cat", site != nvtx.end() ? site->second.cat() : std::string("instant"));
+         j.field("ph", "i").field("s", "t").field("pid", q.i64(1)).field("tid", q.i64(2)).field("ts", w.us(q.i64(3)));
+         j.key("args").begin_object();
+         if (site != nvtx.end()) nvtx_args(j, site->second, q.i64(2), q.i64(5), q.i64(3), q.i64(4));
+         else j.field("arg", q.i64(4));
+         j.end_object().end_object();
          w.event(j.str());
        });
+  // NVTX start/end ranges: async events, "b" on the thread that started it
+  // and "e" on the one that ended it, with a process-scoped id (id2.local, the
+  // range_id): they need not nest and may end on another thread. A start
+  // without an end is cut: its "e" is at its process's (or the run's) end, on
+  // the starting thread, with args.cut.
+  if (has_nvtx && r.has(store::schema::nvtx_range_starts, "range_id") && r.has(store::schema::nvtx_range_ends, "range_id")) {
+    std::multimap<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> ends;  // (upid, range_id) -> (ts, utid), by ts
+    each("SELECT " + upid_of + ", e.range_id, e.ts, e.utid FROM nvtx_range_ends e ORDER BY e.ts, e.id",
+         [&](const store::Query& q) { ends.emplace(std::pair{q.i64(0), q.i64(1)}, std::pair{q.i64(2), q.i64(3)}); });
+    const NvtxSite no_site;
+    each("SELECT coalesce(l.name, 'range'), " + upid_of + ", e.utid, e.ts, e.range_id, e.loc_id, e.payload FROM nvtx_range_starts e "
+         "LEFT JOIN locations l ON l.id = e.loc_id ORDER BY e.ts, e.id",
+         [&](const store::Query& q) {
+           const int64_t upid = q.i64(1), utid = q.i64(2), ts = q.i64(3), id = q.i64(4), loc = q.i64(5);
+           auto found = nvtx.find(loc);
+           const NvtxSite& site = found != nvtx.end() ? found->second : no_site;
+           // Its end: the first one of the same process and range_id at or after the start.
+           auto [lo, hi] = ends.equal_range({upid, id});
+           auto end = lo;
+           while (end != hi && end->second.first < ts) ++end;
+           char hex[24];
+           std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(id));
+           auto event = [&](const char* ph, int64_t tid, int64_t at, const Json& args) {
+             Json j;
+             j.begin_object().field("name", text(q, 0)).field("cat", site.cat()).field("ph", ph).field("pid", upid).field("tid", tid);
+             j.field("ts", w.us(at)).key("id2").begin_object().field("local", hex).end_object();
+             j.key("args").raw(args.str()).end_object();
+             w.event(j.str());
+           };
+           Json a;
+           a.begin_object();
+           nvtx_args(a, site, utid, loc, ts, q.i64(6));
+           a.field("range_id", id).end_object();
+           event("b", utid, ts, a);
+           Json e;
+           e.begin_object();
+           if (end != hi) {
+             e.end_object();
+             event("e", end->second.second, end->second.first, e);
+             ends.erase(end);
+           } else {
+             e.field("cut", true).end_object();
+             event("e", utid, cut_end(upid, ts), e);
+           }
+         });
+  }
   each("SELECT coalesce(l.name, 'counter'), " + upid_of + ", e.ts, e.value FROM counters e LEFT JOIN locations l ON l.id = e.loc_id",
        [&](const store::Query& q) {
          Json j;

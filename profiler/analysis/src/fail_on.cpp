@@ -13,7 +13,8 @@ const std::vector<std::string>& metric_names() {
   static const std::vector<std::string> names = {"steps",         "compilations", "recompilations", "explicit_evaluations",
                                                  "compile_s",     "execute_s",    "wall_s",         "compile_share",
                                                  "peak_bytes",    "capacity_bytes", "memory_share", "findings",
-                                                 "warnings",      "errors",       "dropped_events"};
+                                                 "warnings",      "errors",       "dropped_events", "collective_wait_s",
+                                                 "straggler_wait_s", "stragglers"};
   return names;
 }
 
@@ -39,7 +40,41 @@ std::optional<double> metric_value(const Report& r, std::string_view m) {
   if (m == "warnings") return count(Severity::kWarning);
   if (m == "errors") return count(Severity::kError);
   if (m == "dropped_events") return static_cast<double>(r.run.dropped_count);
+  if (m == "collective_wait_s" || m == "straggler_wait_s" || m == "stragglers") return 0.0;  // need the job's other stores
   return std::nullopt;
+}
+
+std::optional<double> metric_value(const JobReport& job, std::string_view m) {
+  auto count = [&](auto pred) {
+    double n = 0;
+    for (const auto& f : job.findings) n += pred(f.finding);
+    return n;
+  };
+  if (m == "findings") return static_cast<double>(job.findings.size());
+  if (m == "warnings") return count([](const Finding& f) { return f.severity == Severity::kWarning; });
+  if (m == "errors") return count([](const Finding& f) { return f.severity == Severity::kError; });
+  if (m == "collective_wait_s") return job.collective_wait_s;
+  if (m == "straggler_wait_s") return job.straggler_wait_s;
+  if (m == "stragglers") return count([](const Finding& f) { return f.kind == "distributed.straggler"; });
+  if (!metric_value(Report{}, m)) return std::nullopt;
+  // The worst rank: per rank where the job knows it per rank, else per store.
+  std::optional<double> worst;
+  auto take = [&](double v) { worst = worst ? std::max(*worst, v) : v; };
+  if (m == "steps" || m == "compilations" || m == "recompilations" || m == "explicit_evaluations" || m == "compile_s" || m == "execute_s" ||
+      m == "compile_share") {
+    for (const RankSummary& s : job.ranks) {
+      if (m == "steps") take(static_cast<double>(s.steps));
+      else if (m == "compilations") take(static_cast<double>(s.compilations));
+      else if (m == "recompilations") take(static_cast<double>(s.recompilations));
+      else if (m == "explicit_evaluations") take(static_cast<double>(s.explicit_evaluations));
+      else if (m == "compile_s") take(s.compile_s);
+      else if (m == "execute_s") take(s.execute_s);
+      else take(s.wall_s > 0 ? s.compile_s / s.wall_s : 0);
+    }
+  } else {
+    for (const Report& r : job.reports) take(*metric_value(r, m));
+  }
+  return worst.value_or(0);
 }
 
 StatusOr<FailOn> parse_fail_on(std::string_view expr) {
@@ -94,14 +129,27 @@ StatusOr<FailOn> parse_fail_on(std::string_view expr) {
   return rule;
 }
 
+namespace {
+std::optional<std::string> crossing(const Threshold& t, double v) {
+  bool hit = (t.op == ">" && v > t.value) || (t.op == ">=" && v >= t.value) || (t.op == "<" && v < t.value) || (t.op == "<=" && v <= t.value) ||
+             (t.op == "==" && v == t.value) || (t.op == "!=" && v != t.value);
+  if (!hit) return std::nullopt;
+  return t.metric + " is " + format_number(v) + ", which crosses the threshold " + t.metric + t.op + format_number(t.value);
+}
+}  // namespace
+
 std::optional<std::string> crossed(const FailOn& rule, const Report& report) {
   for (const Threshold& t : rule) {
     double v = *metric_value(report, t.metric);
-    bool hit = (t.op == ">" && v > t.value) || (t.op == ">=" && v >= t.value) || (t.op == "<" && v < t.value) ||
-               (t.op == "<=" && v <= t.value) || (t.op == "==" && v == t.value) || (t.op == "!=" && v != t.value);
-    if (hit) {
-      return t.metric + " is " + format_number(v) + ", which crosses the threshold " + t.metric + t.op + format_number(t.value);
-    }
+    if (auto why = crossing(t, v)) return why;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> crossed(const FailOn& rule, const JobReport& job) {
+  for (const Threshold& t : rule) {
+    double v = *metric_value(job, t.metric);
+    if (auto why = crossing(t, v)) return why;
   }
   return std::nullopt;
 }

@@ -13,6 +13,7 @@
 #include "tc/analysis/kernels.h"
 #include "tc/analysis/format.h"
 #include "shape_plan.h"
+#include "tc/store/schema.h"
 
 namespace tc::analysis {
 
@@ -39,7 +40,41 @@ struct GraphInfo {
   int64_t ts = 0;
   double compile_s = 0;
   std::string reason;
+  int64_t step = 0;
+  std::string shape_erased;
+  // torch.compile and JAX: a recompilation lists only the dims that changed
+  // (from the graph before it; JAX: from its closest previous key), so an
+  // unlisted dim kept the size it had.
+  bool carries = false;
 };
+
+// A framework that logs no executions (torch.compile): each graph of a
+// structure serves the steps from the one it compiled in up to the next
+// compilation of that structure; their execute time is the steps' own
+// (from tc's Python hook), less the compilation inside its first step.
+void executions_from_steps(const std::map<int64_t, GraphInfo>& graphs, const Report& report, std::map<int64_t, std::vector<double>>& exec) {
+  if (report.steps.empty()) return;
+  std::map<std::pair<int64_t, std::string>, std::vector<const GraphInfo*>> by_structure;  // in ts order
+  for (const auto& [gid, g] : graphs) by_structure[{g.upid, g.shape_erased}].push_back(&g);
+  std::map<int64_t, double> step_s;  // index -> seconds
+  int64_t last = 0;
+  for (const Step& st : report.steps) {
+    step_s[st.index] += static_cast<double>(st.dur) / 1e9;
+    last = std::max(last, st.index);
+  }
+  for (auto& [key, list] : by_structure) {
+    std::sort(list.begin(), list.end(), [](const GraphInfo* a, const GraphInfo* b) { return a->ts < b->ts; });
+    for (size_t i = 0; i < list.size(); ++i) {
+      int64_t from = list[i]->step, to = i + 1 < list.size() ? list[i + 1]->step : last + 1;
+      std::vector<double>& e = exec[list[i]->graph_id];
+      for (int64_t k = from; k < to; ++k) {
+        auto it = step_s.find(k);
+        if (it == step_s.end()) continue;
+        e.push_back(std::max(0.0, it->second - (k == from ? list[i]->compile_s : 0.0)));
+      }
+    }
+  }
+}
 
 // (process, input, dim): two processes' inputs of one name are two inputs.
 using InputKey = std::tuple<int64_t, std::string, int64_t>;
@@ -49,8 +84,14 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
   std::map<int64_t, GraphInfo> graphs;
   std::set<int64_t> compiling;  // processes that compiled
   const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
-  for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + " FROM compilations e ORDER BY ts"); q.next();) {
-    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3))};
+  // A failed compilation (torch.compile's recompile limit) compiled no graph.
+  const std::string compiled = r.has(store::schema::compilations, "failure") ? " WHERE failure IS NULL" : "";
+  const std::string framework = compiled.empty() ? "'tc'" : "framework";
+  for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + ", step, shape_erased, " + framework + " FROM compilations e" + compiled +
+                        " ORDER BY ts");
+       q.next();) {
+    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3)), q.i64(5), text(q.text(6)),
+                        text(q.text(7)) == "torch.compile" || text(q.text(7)) == "jax" || text(q.text(7)) == "torch_xla"};
     compiling.insert(q.i64(4));
   }
   if (graphs.empty()) return Status::Ok();
@@ -59,14 +100,19 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
   // Executions per graph (training steps and explicit evaluations) and their median time.
   std::map<int64_t, std::vector<double>> exec;
   for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
+  if (exec.empty()) executions_from_steps(graphs, report, exec);
 
   // (process, input, dim) -> graph -> value
   std::map<InputKey, std::map<int64_t, int64_t>> values;
   std::map<InputKey, int64_t> first_old;  // value before the first change
-  for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value, " + upid_of + " FROM compilation_inputs e ORDER BY id"); q.next();) {
+  std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  const std::string dynamic = r.has(store::schema::compilation_inputs, "dynamic") ? "dynamic" : "0";
+  for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value, " + upid_of + ", " + dynamic + " FROM compilation_inputs e ORDER BY id");
+       q.next();) {
     InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
     values[key][q.i64(0)] = q.i64(4);
     first_old.try_emplace(key, q.i64(3));
+    if (q.i64(6) == 1) dynamic_at.try_emplace(key, q.i64(4));
   }
   for (auto& [key, by_graph] : values) {
     const int64_t upid = std::get<0>(key);
@@ -74,11 +120,18 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
     std::vector<DimValue> observed;
     std::map<int64_t, DimValue> by_value;
     int64_t fallback = first_old[key];
+    int64_t last = fallback;
+    std::set<std::string> structures;  // of the graphs that changed this dim
+    for (const auto& [gid, v] : by_graph) {
+      auto g = graphs.find(gid);
+      if (g != graphs.end()) structures.insert(g->second.shape_erased);
+    }
     for (const auto& [gid, g] : graphs) {
-      if (g.upid != upid || g.reason == "structure_change") continue;
+      if (g.upid != upid || g.reason == "structure_change" || !structures.contains(g.shape_erased)) continue;
       auto it = by_graph.find(gid);
-      int64_t v = it != by_graph.end() ? it->second : fallback;
-      if (it == by_graph.end() && g.reason != "first") continue;  // another input changed; this dim's value is unknown
+      int64_t v = it != by_graph.end() ? it->second : g.carries ? last : fallback;
+      if (it == by_graph.end() && g.reason != "first" && !g.carries) continue;  // another input changed; this dim's value is unknown
+      last = v;
       DimValue& d = by_value[v];
       d.value = v;
       d.compilations += 1;
@@ -106,6 +159,8 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
     }
     Finding f;
     f.kind = "recompilation.shape_change";
+    f.identity = input + " dim " + std::to_string(dim) + ":";
+    for (const auto& d : observed) f.identity += " " + std::to_string(d.value);
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
     f.title = input + " dim " + std::to_string(dim) + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
               std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
@@ -142,9 +197,17 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
                                  "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved).";
       }
     }
+    auto dyn = dynamic_at.find(key);
+    if (dyn != dynamic_at.end() && !short_last_batch) {
+      f.suggestion += " (torch.compile made this dim dynamic at " + std::to_string(dyn->second) +
+                      ": the sizes of the steps after that are not in its log, so pad to the largest size your data can have, e.g. the "
+                      "tokenizer's max_length.)";
+    }
     Json j;
     j.begin_object().field("input", input).field("dim", dim);
     if (pid != pid_of.end()) j.field("pid", pid->second);
+    j.key("dynamic_from");
+    if (dyn != dynamic_at.end()) j.value(dyn->second); else j.null();
     j.key("values").begin_array();
     for (const auto& d : observed) {
       j.begin_object().field("value", d.value).field("steps", d.steps).field("compilations", d.compilations);
@@ -183,6 +246,7 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
     std::string first_diff = diffs.substr(0, diffs.find('\n'));
     Finding f;
     f.kind = "recompilation.structure_change";
+    f.identity = where;
     f.severity = n > 1 ? Severity::kWarning : Severity::kInfo;
     f.title = "The graph cut at " + where + " changed structure " + std::to_string(n) + (n == 1 ? " time" : " times") + ": " + format_seconds(s) +
               " compiling";
@@ -202,17 +266,68 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
 
 // ---------------------------------------------------------------- explicit_evaluation
 
+// A torch.compile graph break: logged once per compilation of its frame, not
+// per step (the trace has no run times), so its cost is the graphs it split
+// the frame into and their compile time.
+void graph_break(const store::Reader& r, Report& report, StoreText& text, const store::Query& q) {
+  std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
+  std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
+  std::string function = q.is_null(3) ? std::string() : text(q.text(3));
+  std::string kinds = text(q.text(4));
+  std::string reason = q.is_null(10) ? std::string() : text(q.text(10));
+  int64_t compilations = q.i64(5);
+  // The frames torch.compile resumes in after the break ("torch_dynamo_resume_in_loss_of_at_122"): their compilations.
+  auto resume = r.query("SELECT count(*), coalesce(sum(dur), 0) FROM compilations WHERE framework = 'torch.compile' AND trigger = 'graph_break' "
+                        "AND loc_id IN (SELECT id FROM locations WHERE line = " + std::to_string(q.i64(2)) + ")");
+  int64_t resumed = 0;
+  double resume_s = 0;
+  if (resume.next()) {
+    resumed = resume.i64(0);
+    resume_s = static_cast<double>(resume.i64(1)) / 1e9;
+  }
+  Finding f;
+  f.kind = "explicit_evaluation";
+  f.identity = kinds + " at " + where;
+  f.severity = Severity::kWarning;
+  f.title = "Graph break at " + short_where + (reason.empty() ? "" : " (" + reason + ")") + ": torch.compile splits " +
+            (function.empty() ? std::string("the frame") : function) + " there, in each of its " + std::to_string(compilations) +
+            (compilations == 1 ? " compilation" : " compilations") + "; the part after it runs as another graph";
+  std::string fix = kinds == "item" ? "Return the tensor from the compiled function and call .item() after it returns (or every N steps), or let "
+                                      "torch.compile capture it (torch._dynamo.config.capture_scalar_outputs = True)"
+                                    : "Move the " + kinds + " at " + where + " out of the compiled function, or run it every N steps";
+  f.suggestion = fix + ": one graph per step instead of two, and no resume frame to compile (" + std::to_string(resumed) + " compiled, " +
+                 format_seconds(resume_s) + ").";
+  f.estimated_saving_s = resume_s;
+  Json j;
+  j.begin_object().field("call_site", where).field("function", function).field("kind", kinds).field("framework", "torch.compile");
+  j.field("reason", reason).field("compilations", compilations).field("steps", report.summary.steps);
+  j.field("resume_compilations", resumed).field("resume_compile_s", resume_s).end_object();
+  f.evidence_json = j.str();
+  f.anchors_ts.push_back(q.i64(7));
+  report.findings.push_back(std::move(f));
+}
+
 Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
   int64_t steps = std::max<int64_t>(report.summary.steps, 1);
-  auto mean_step = r.scalar_i64("SELECT coalesce(avg(dur), 0) FROM steps");
-  double step_s = mean_step.ok() ? static_cast<double>(*mean_step) / 1e9 : 0;
+  int64_t step_ns = 0;
+  for (const Step& s : report.steps) step_ns += s.dur;
+  double step_s = report.steps.empty() ? 0 : static_cast<double>(step_ns / static_cast<int64_t>(report.steps.size())) / 1e9;
+  const bool v4 = r.has(store::schema::explicit_evaluations, "framework");
   auto q = r.query(
-      "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step) "
-      "FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
+      "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step), " +
+      std::string(v4 ? "max(e.framework), max(e.reason)" : "'tc', NULL") +
+      " FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
   while (q.next()) {
+    if (text(q.text(9)) == "torch.compile") {
+      graph_break(r, report, text, q);
+      continue;
+    }
     std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
     std::string kinds = text(q.text(4));
     int64_t count = q.i64(5);
+    // JAX: a value read once (the last loss after the loop) waits for the work queued before it, which is no cost of the read.
+    // PyTorch/XLA: one read after the loop is how the fix reads the losses.
+    if ((text(q.text(9)) == "jax" || text(q.text(9)) == "torch_xla") && count == 1) continue;
     double total_s = static_cast<double>(q.i64(6)) / 1e9;
     int64_t steps_hit = q.i64(8);
     double per_step = total_s / static_cast<double>(steps);
@@ -226,11 +341,31 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
     std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
     Finding f;
     f.kind = "explicit_evaluation";
+    f.identity = kinds + " at " + where;
     f.severity = steps_hit > 1 ? Severity::kWarning : Severity::kInfo;
     f.title = kinds + "() at " + short_where + " cut the graph " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
               std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
     f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + format_seconds(total_s) +
                    " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
+    if (text(q.text(9)) == "torch_xla") {
+      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
+      f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + std::to_string(count) + " times in " +
+                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
+                format_seconds(total_s) + " in all";
+      f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
+                     " (est. " + format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
+                     format_seconds(log_every_saving) + " saved).";
+    }
+    if (text(q.text(9)) == "jax") {
+      // JAX dispatches asynchronously: reading a value waits for the computation; nothing is cut.
+      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
+      f.title = what + " at " + short_where + " waited for the device " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
+                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
+                format_seconds(total_s) + " in all";
+      f.suggestion = "Keep the value on the device and read it after the loop, instead of the " + what + " at " + where + " (est. " +
+                     format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
+                     format_seconds(log_every_saving) + " saved).";
+    }
     f.estimated_saving_s = total_s;
     Json j;
     j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
@@ -239,6 +374,123 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
     j.end_object();
     f.evidence_json = j.str();
     f.anchors_ts.push_back(q.i64(7));
+    report.findings.push_back(std::move(f));
+  }
+  return q.status();
+}
+
+// ---------------------------------------------------------------- recompilation.limit_reached
+
+// torch.compile stopped compiling a frame at its recompile limit: from that
+// step on the frame ran uncompiled (eagerly), and nothing more was logged.
+Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
+  if (!r.has(store::schema::compilations, "failure")) return Status::Ok();
+  auto q = r.query(
+      "SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, "
+      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL), "
+      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL) "
+      "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.failure LIKE '%recompile limit%' ORDER BY c.ts");
+  std::set<std::string> seen;
+  while (q.next()) {
+    std::string frame_key = text(q.text(7));
+    if (!seen.insert(frame_key).second) continue;
+    const int64_t step = q.i64(0);
+    std::string function = q.is_null(4) ? std::string("the frame") : text(q.text(4));
+    std::string where = q.is_null(5) ? std::string() : text(q.text(5)) + ":" + std::to_string(q.i64(6));
+    const int64_t compiled = q.i64(8);
+    const double compile_s = static_cast<double>(q.i64(9)) / 1e9;
+    // Steps from the limit on: uncompiled. Their time against the compiled steps' before it.
+    int64_t after = 0, before = 0;
+    std::vector<int64_t> after_ns, before_ns;
+    for (const Step& st : report.steps) {
+      if (st.index >= step) {
+        ++after;
+        after_ns.push_back(st.dur);
+      } else {
+        ++before;
+        before_ns.push_back(st.dur);
+      }
+    }
+    auto median_s = [](std::vector<int64_t> v) {
+      if (v.empty()) return 0.0;
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return static_cast<double>(v[v.size() / 2]) / 1e9;
+    };
+    const double eager_s = median_s(after_ns), compiled_step_s = median_s(before_ns);
+    Finding f;
+    f.kind = "recompilation.limit_reached";
+    f.identity = function + (where.empty() ? "" : " at " + where);
+    f.severity = Severity::kWarning;
+    f.title = "torch.compile hit its recompile limit for " + function + " at step " + std::to_string(step) + " after " +
+              std::to_string(compiled) + " compilations (" + format_seconds(compile_s) + "): " +
+              (report.steps.empty() ? std::string("every later call ran uncompiled")
+                                    : std::to_string(after) + " of " + std::to_string(after + before) + " steps ran uncompiled");
+    if (!report.steps.empty() && after > 0 && before > 0) {
+      f.title += " (median step " + format_seconds(eager_s) + " uncompiled, " + format_seconds(compiled_step_s) + " before)";
+    }
+    f.suggestion = "Keep the shapes of " + function + "'s inputs from changing: pad them to one length (or a few buckets) and drop or pad "
+                   "the short last batch, so that the limit (torch._dynamo.config.recompile_limit, 8 by default) is never reached; "
+                   "see the recompilation.shape_change findings for the sizes. Raising the limit only buys more compilations.";
+    f.estimated_saving_s = after > 0 && eager_s > compiled_step_s ? static_cast<double>(after) * (eager_s - compiled_step_s) : 0;
+    Json j;
+    j.begin_object().field("function", function).field("call_site", where).field("frame", text(q.text(3)));
+    j.field("failure", text(q.text(2))).field("step", step).field("compilations_before", compiled).field("compile_s", compile_s);
+    j.field("steps_uncompiled", after).field("steps_total", after + before);
+    j.field("median_step_s_uncompiled", eager_s).field("median_step_s_before", compiled_step_s).end_object();
+    f.evidence_json = j.str();
+    f.anchors_ts.push_back(q.i64(1));
+    report.findings.push_back(std::move(f));
+  }
+  return q.status();
+}
+
+// ---------------------------------------------------------------- recompilation.dynamic_marked
+
+// torch.compile's automatic_dynamic: after a size changed it recompiled the
+// frame with that dim symbolic. The static compilations before it were the price.
+Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
+  if (!r.has(store::schema::compilation_inputs, "dynamic")) return Status::Ok();
+  auto q = r.query(
+      "SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
+      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL), "
+      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL) "
+      "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
+      "WHERE i.dynamic = 1 ORDER BY c.ts, i.id");
+  while (q.next()) {
+    std::string input = text(q.text(0));
+    const int64_t dim = q.i64(1), before = q.i64(10);
+    const double dynamic_s = static_cast<double>(q.i64(6)) / 1e9, static_s = static_cast<double>(q.i64(11)) / 1e9;
+    std::string function = q.is_null(9) ? std::string("the frame") : text(q.text(9));
+    // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
+    std::vector<int64_t> st, dy;
+    for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.dur);
+    auto median_s = [](std::vector<int64_t> v) {
+      if (v.empty()) return 0.0;
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return static_cast<double>(v[v.size() / 2]) / 1e9;
+    };
+    Finding f;
+    f.kind = "recompilation.dynamic_marked";
+    f.identity = input + " dim " + std::to_string(dim);
+    f.severity = Severity::kInfo;
+    f.title = "torch.compile made " + input + " dim " + std::to_string(dim) + " dynamic after " + std::to_string(before) +
+              (before == 1 ? " compilation" : " compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
+              std::to_string(q.i64(2)) + " -> " + std::to_string(q.i64(3)) + "; the dynamic graph took " + format_seconds(dynamic_s) + " to compile";
+    if (!st.empty() && !dy.empty()) {
+      f.title += "; median step " + format_seconds(median_s(st)) + " static, " + format_seconds(median_s(dy)) + " dynamic";
+    }
+    f.suggestion = "If " + input + " dim " + std::to_string(dim) + " is meant to vary, mark it dynamic from the start "
+                   "(torch._dynamo.mark_dynamic(" + input + ", " + std::to_string(dim) + ")) and save the static compilation" +
+                   (before == 1 ? "" : "s") + "; if it is not, pad it to one size (recompilation.shape_change says to which).";
+    f.estimated_saving_s = static_s;
+    Json j;
+    j.begin_object().field("input", input).field("dim", dim).field("old_value", q.i64(2)).field("new_value", q.i64(3));
+    j.field("function", function).field("compilations_before", before).field("static_compile_s", static_s).field("dynamic_compile_s", dynamic_s);
+    j.field("step", q.i64(7));
+    if (!st.empty() && !dy.empty()) j.field("median_step_s_static", median_s(st)).field("median_step_s_dynamic", median_s(dy));
+    j.end_object();
+    f.evidence_json = j.str();
+    f.anchors_ts.push_back(q.i64(5));
     report.findings.push_back(std::move(f));
   }
   return q.status();
@@ -302,6 +554,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     int64_t fits = largest_batch(m, capacity, options.memory_safety_margin);
     Finding f;
     f.kind = "memory.oom";
+    f.identity = "batch " + std::to_string(failing_batch) + " fits " + std::to_string(fits);
     f.severity = Severity::kError;
     f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + format_bytes(static_cast<double>(q.i64(1))) + " requested with " +
               format_bytes(static_cast<double>(q.i64(2))) + " of " + format_bytes(static_cast<double>(capacity)) + " live";
@@ -332,6 +585,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   double used = static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes);
   Finding f;
   f.kind = "memory.headroom";
+  f.identity = m.known ? "batch " + std::to_string(m.batch_size) + " to " + std::to_string(std::min(fits, m.batch_size * 8)) : "no batch";
   f.severity = Severity::kInfo;
   f.title = "Peak " + format_bytes(static_cast<double>(s.peak_bytes)) + " of " + format_bytes(static_cast<double>(s.capacity_bytes)) + " (" +
             fmt("%.0f", used * 100) + "%)";
@@ -373,13 +627,15 @@ Status amortization(const store::Reader& r, Report& report) {
   double share = s.compile_s / report.run.wall_s;
   double exec_per_step = s.steps > 0 ? s.execute_s / static_cast<double>(s.steps) : 0;
   // Recompilations late in the run mean compiling never stops.
-  auto late = r.scalar_i64(
-      "SELECT count(*) FROM compilations WHERE reason <> 'first' AND step >= (SELECT coalesce(max(step), 0) FROM steps) * 3 / 4");
+  int64_t last_step = 0;
+  for (const Step& step : report.steps) last_step = std::max(last_step, step.index);
+  auto late = r.scalar_i64("SELECT count(*) FROM compilations WHERE reason <> 'first' AND step >= " + std::to_string(last_step * 3 / 4));
   int64_t late_recompiles = late.ok() ? *late : 0;
   int64_t break_even = exec_per_step > 0 ? static_cast<int64_t>(std::ceil(s.compile_s / exec_per_step)) : 0;
   bool never = late_recompiles > 0 && s.steps >= 4;
   Finding f;
   f.kind = "compile.amortization";
+  f.identity = never ? "never amortizes" : break_even > s.steps ? "pays off on longer runs" : "paid off";
   f.severity = never || share > 0.5 ? Severity::kWarning : Severity::kInfo;
   f.title = "Compiling took " + format_seconds(s.compile_s) + ", " + fmt("%.0f", share * 100) + "% of the run's " + format_seconds(report.run.wall_s);
   if (never) {
@@ -408,7 +664,11 @@ Status amortization(const store::Reader& r, Report& report) {
 Status kernel_hotspot(const store::Reader& r, Report& report) {
   auto sites = kernel_table(r, KernelsBy::kSite);
   if (!sites.ok()) return sites.status();
-  if (sites->rows.empty() || sites->kernel_s <= 0) return Status::Ok();
+  // A collective's kernel time is the wait for the other ranks (distributed.straggler's), not work.
+  double kernel_s = sites->kernel_s;
+  for (const KernelRow& row : sites->rows)
+    if (row.kind == "collective") kernel_s -= row.total_s;
+  if (sites->rows.size() == 0 || kernel_s <= 0) return Status::Ok();
   auto kernels = kernel_table(r, KernelsBy::kKernel);
   if (!kernels.ok()) return kernels.status();
   // The lines that hold most of the kernel time: the top one, and the next
@@ -416,25 +676,32 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   std::vector<const KernelRow*> lines;
   double held = 0;
   for (const KernelRow& row : sites->rows) {
-    if (lines.size() == 3 || (held >= sites->kernel_s / 2 && !lines.empty())) break;
+    if (row.kind == "collective") continue;
+    if (lines.size() == 3 || (held >= kernel_s / 2 && !lines.empty())) break;
     lines.push_back(&row);
     held += row.total_s;
   }
   const KernelRow& top = *lines.front();
   const KernelRow* heaviest = nullptr;
   for (const KernelRow& k : kernels->rows)
-    if (!k.sites.empty() && k.sites.front() == top.name) { heaviest = &k; break; }
+    if (k.kind != "collective" && !k.sites.empty() && k.sites.front() == top.name) { heaviest = &k; break; }
+  // Shares of the execute time outside collectives (all of it without any).
+  const double in_collectives = sites->kernel_s - kernel_s;
+  const double execute_s = std::max(sites->execute_s - in_collectives, kernel_s);
+  auto share_of = [&](const KernelRow& row) { return execute_s > 0 ? row.total_s / execute_s : 0.0; };
   report.summary.top_site = top.name;
-  report.summary.top_site_share = top.share;
+  report.summary.top_site_share = share_of(top);
   Finding f;
   f.kind = "kernel.hotspot";
+  for (const KernelRow* l : lines) f.identity += (f.identity.empty() ? "" : ", ") + l->name;
   f.severity = Severity::kInfo;
   std::string names;
   for (size_t i = 0; i < lines.size(); ++i) names += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i]->name;
   double share = 0;
-  for (const KernelRow* l : lines) share += l->share;
+  for (const KernelRow* l : lines) share += share_of(*l);
   f.title = names + (lines.size() > 1 ? " hold " : " holds ") + fmt("%.0f", share * 100) + "% of the execute time (" +
-            format_seconds(held) + " of " + format_seconds(sites->execute_s) + ")";
+            format_seconds(held) + " of " + format_seconds(execute_s) +
+            (in_collectives > 0 ? ", leaving out " + format_seconds(in_collectives) + " in collectives)" : ")");
   if (heaviest && !heaviest->bound.empty()) {
     bool compute = heaviest->bound == "compute";
     double peak = compute ? sites->peak_gflops : sites->peak_gbps;
@@ -453,11 +720,11 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
     f.suggestion = "No ceilings were recorded for this run, so whether its kernels are compute- or memory-bound is unknown.";
   }
   Json j;
-  j.begin_object().field("execute_s", sites->execute_s).field("kernel_s", sites->kernel_s);
+  j.begin_object().field("execute_s", sites->execute_s).field("kernel_s", sites->kernel_s).field("collectives_s", in_collectives);
   j.key("ceilings").begin_object().field("gflops", sites->peak_gflops).field("gbps", sites->peak_gbps).end_object();
   j.key("sites").begin_array();
   for (const KernelRow* l : lines)
-    j.begin_object().field("site", l->name).field("share", l->share).field("total_s", l->total_s).field("calls", l->calls).end_object();
+    j.begin_object().field("site", l->name).field("share", share_of(*l)).field("total_s", l->total_s).field("calls", l->calls).end_object();
   j.end_array();
   if (heaviest) {
     j.key("kernel").begin_object().field("name", heaviest->name).field("kind", heaviest->kind).field("bound", heaviest->bound);
@@ -474,6 +741,8 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
 Status add_findings(const store::Reader& store, Report& report, const Options& options, StoreText& text) {
   TC_RETURN_IF_ERROR(shape_change(store, report, text));
   TC_RETURN_IF_ERROR(structure_change(store, report, text));
+  TC_RETURN_IF_ERROR(limit_reached(store, report, text));
+  TC_RETURN_IF_ERROR(dynamic_marked(store, report, text));
   TC_RETURN_IF_ERROR(explicit_evaluation(store, report, text));
   TC_RETURN_IF_ERROR(memory(store, report, options));
   TC_RETURN_IF_ERROR(amortization(store, report));

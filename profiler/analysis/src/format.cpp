@@ -20,6 +20,7 @@ std::string format_seconds(double s) {
   if (s >= 100) return fmt("%.0f s", s);
   if (s >= 1) return fmt("%.1f s", s);
   if (s >= 0.001) return fmt("%.1f ms", s * 1e3);
+  if (s > 0 && s < 1e-6) return fmt("%.0f ns", s * 1e9);  // NVTX ranges can be this short
   return fmt("%.0f us", s * 1e6);
 }
 

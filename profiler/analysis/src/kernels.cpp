@@ -66,7 +66,8 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     const Kernel& k = it->second;
     int64_t dur = std::max<int64_t>(0, q.i64(2));
     t.kernel_s += static_cast<double>(dur) / 1e9;
-    std::string key = by == KernelsBy::kSite ? (k.sites.empty() ? std::string("(unknown line)") : k.sites.front())
+    const bool collective = k.kind == "collective";
+    std::string key = by == KernelsBy::kSite ? (k.sites.empty() ? std::string("(unknown line)") : k.sites.front()) + (collective ? " (collective)" : "")
                                              : k.ops + " (g" + std::to_string(q.i64(0)) + " k" + std::to_string(q.i64(1)) + ")";
     Acc& a = groups[key];
     if (a.durs.empty()) {
@@ -80,6 +81,7 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
         a.row.bytes = k.bytes;
       } else {
         a.row.sites = {key};
+        if (collective) a.row.kind = k.kind;
       }
     }
     if (by == KernelsBy::kSite) a.row.flops += k.flops, a.row.bytes += k.bytes;  // summed per call below

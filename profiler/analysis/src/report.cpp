@@ -1,15 +1,15 @@
 #include "tc/analysis/report.h"
 
-#include <map>
-
-#include "tc/analysis/kernels.h"
-
 #include <algorithm>
+#include <map>
 
 #include "findings.h"
 #include "json.h"
+#include "ranges_json.h"
 #include "tc/analysis/format.h"
+#include "tc/analysis/kernels.h"
 #include "tc/store/json_text.h"
+#include "tc/store/schema.h"
 
 namespace tc::analysis {
 
@@ -44,6 +44,14 @@ Status read_run(const store::Reader& r, RunInfo& run, StoreText& text) {
   run.end_ts = q.is_null(9) ? run.start_ts : q.i64(9);
   run.event_count = q.i64(10);
   run.dropped_count = q.i64(11);
+  if (r.has(store::schema::run, "step_range")) {
+    auto v3 = r.query("SELECT step_range, nvtx FROM run WHERE id = 1");
+    if (v3.next()) {
+      if (!v3.is_null(0) && !v3.text(0).empty()) run.step_range = text(v3.text(0));
+      if (!v3.is_null(1)) run.nvtx = text(v3.text(1));
+    }
+    TC_RETURN_IF_ERROR(v3.status());
+  }
   if (run.end_ts == run.start_ts) {
     // A run whose launcher died: end at the last thing recorded.
     auto last = r.scalar_i64("SELECT max(m) FROM (SELECT max(ts + max(dur, 0)) AS m FROM ranges UNION ALL SELECT max(ts) FROM instants "
@@ -56,7 +64,7 @@ Status read_run(const store::Reader& r, RunInfo& run, StoreText& text) {
 
 Status read_summary(const store::Reader& r, Summary& s) {
   auto q = r.query(
-      "SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM compilations), "
+      "SELECT 0 /* steps: read_steps() */, (SELECT count(*) FROM compilations), "
       "(SELECT count(*) FROM compilations WHERE reason <> 'first'), (SELECT count(*) FROM explicit_evaluations), "
       "(SELECT coalesce(sum(dur), 0) FROM compilations), (SELECT coalesce(sum(dur), 0) FROM executions), "
       // counter_series is derived at finalize; a store whose writer was killed has none, so scan counters then.
@@ -67,7 +75,6 @@ Status read_summary(const store::Reader& r, Summary& s) {
       "(SELECT max(value) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.capacity_bytes')), "
       "(SELECT max(capacity_bytes) FROM memory_plans), (SELECT max(capacity_bytes) FROM out_of_memory)");
   if (!q.next()) return q.status().ok() ? Status(StatusCode::kCorrupt, r.path() + ": cannot summarize the store") : q.status();
-  s.steps = q.i64(0);
   s.compilations = q.i64(1);
   s.recompilations = q.i64(2);
   s.explicit_evaluations = q.i64(3);
@@ -80,13 +87,143 @@ Status read_summary(const store::Reader& r, Summary& s) {
   return Status::Ok();
 }
 
+std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+// "; the ranges with the most time here: 'step' (100), 'forward' (100)", or "" without ranges.
+std::string candidates(const RangeTable& t) {
+  std::string s;
+  for (size_t i = 0; i < t.ranges.size() && i < 3; ++i)
+    s += (i ? ", " : "; the ranges with the most time here: ") + quoted(t.ranges[i].name) + " (" + std::to_string(t.ranges[i].count) + ")";
+  return s;
+}
+
+double nearest_rank_s(std::vector<int64_t> sorted, double p) {
+  if (sorted.empty()) return 0;
+  return static_cast<double>(sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())))]) / 1e9;
+}
+
+// The one place the steps come from (Report::steps): mark_step() calls, else
+// the named step range. Adds a note for what is missing.
+Status read_steps(const store::Reader& r, const Options& options, Report& report) {
+  Summary& s = report.summary;
+  auto q = r.query("SELECT utid, ts, dur, step FROM steps ORDER BY ts, id");
+  while (q.next()) report.steps.push_back({q.i64(3), q.i64(0), q.i64(1), q.i64(2)});
+  TC_RETURN_IF_ERROR(q.status());
+  std::optional<std::string> name = options.step_range ? options.step_range : report.run.step_range;
+  const std::string given = options.step_range ? "tc-analyze --step-range" : "tc-profile --step-range";
+  if (!report.steps.empty()) {
+    s.step_source = "mark_step";
+    // Steps that tc's Python hook marked (optimizer.step()), not tc::mark_step().
+    if (r.has(store::schema::steps, "framework")) {
+      auto torch = r.scalar_i64("SELECT count(*) FROM steps WHERE framework = 'torch'");
+      if (torch.ok() && *torch == static_cast<int64_t>(report.steps.size())) s.step_source = "optimizer_step";
+      auto jax = r.scalar_i64("SELECT count(*) FROM steps WHERE framework = 'jax'");
+      if (jax.ok() && *jax > 0 && *jax == static_cast<int64_t>(report.steps.size())) s.step_source = "jit_call";
+    }
+    if (name) {
+      report.notes.push_back(given + " " + quoted(*name) + " is not used: the run recorded " + std::to_string(report.steps.size()) +
+                             " tc::mark_step() steps, and those are its steps");
+    }
+  } else if (name) {
+    auto found = range_occurrences(r, *name);
+    if (!found.ok()) return found.status();
+    // Outermost per thread: an occurrence inside an earlier one of its thread is part of that step.
+    std::map<int64_t, int64_t> end_on;  // utid -> end of its last step
+    int64_t cut = 0;
+    for (const RangeOccurrence& o : *found) {
+      if (o.dur < 0) {
+        ++cut;
+        continue;
+      }
+      auto [it, first] = end_on.try_emplace(o.utid, o.ts + o.dur);
+      if (!first) {
+        if (o.ts + o.dur <= it->second) continue;
+        it->second = o.ts + o.dur;
+      }
+      report.steps.push_back({static_cast<int64_t>(report.steps.size()), o.utid, o.ts, o.dur});
+    }
+    if (found->empty()) {
+      report.notes.push_back("no training steps: no range is named " + quoted(*name) + " (" + given + ")" + candidates(report.ranges));
+    } else if (report.steps.empty()) {
+      report.notes.push_back("no training steps: every occurrence of range " + quoted(*name) + " (" + std::to_string(cut) +
+                             ") was cut: the program ended inside it");
+    } else {
+      s.step_source = "range";
+      s.step_range = *name;
+      if (cut > 0) {
+        report.notes.push_back(std::to_string(cut) + (cut == 1 ? " occurrence" : " occurrences") + " of range " + quoted(*name) +
+                               " never ended (the program ended inside it) and " + (cut == 1 ? "is not a step" : "are not steps"));
+      }
+    }
+  } else if (s.compilations > 0 || s.explicit_evaluations > 0 || s.execute_s > 0) {
+    report.notes.push_back("no training steps: tc::mark_step() was never called; to take the steps from a range instead, give "
+                           "tc-analyze --step-range NAME" + candidates(report.ranges));
+  } else {
+    report.notes.push_back("no training steps: the program does not link tc and no --step-range was given; rerun with tc-profile "
+                           "--step-range NAME (or give tc-analyze --step-range NAME) to take the steps from an NVTX range" +
+                           candidates(report.ranges));
+  }
+  s.steps = static_cast<int64_t>(report.steps.size());
+  std::vector<int64_t> durs;
+  for (const Step& step : report.steps) durs.push_back(step.dur);
+  std::sort(durs.begin(), durs.end());
+  s.step_p50_s = nearest_rank_s(durs, 0.5);
+  s.step_p99_s = nearest_rank_s(durs, 0.99);
+  // What a framework importer skipped (tc/collect/import.h): one line each.
+  if (r.has(store::schema::framework_imports, "framework")) {
+    for (auto f = r.query("SELECT framework, unknown_kinds, malformed, truncated, note FROM framework_imports ORDER BY id"); f.next();) {
+      std::string what;
+      auto add = [&](int64_t n, const char* one, const char* many) {
+        if (n > 0) what += (what.empty() ? "" : " and ") + std::to_string(n) + " " + (n == 1 ? one : many);
+      };
+      add(f.i64(1), "record of an unknown kind", "records of unknown kinds");
+      add(f.i64(2), "malformed line", "malformed lines");
+      if (!what.empty()) what += " skipped";
+      if (f.i64(3)) what += std::string(what.empty() ? "" : "; ") + "the trace was cut inside a record (what was complete was imported)";
+      if (!f.is_null(4)) what += std::string(what.empty() ? "" : "; ") + std::string(f.text(4));
+      if (!what.empty()) report.notes.push_back(std::string(f.text(0)) + (f.text(0) == "torch.compile" ? " trace: " : " log: ") + what);
+    }
+  }
+  if (s.compilations == 0 && s.explicit_evaluations == 0 && s.execute_s == 0 && s.step_source != "mark_step" && s.step_source != "optimizer_step" &&
+      s.step_source != "jit_call") {
+    report.notes.push_back("no tc compilations: the recompilation, explicit-evaluation, memory and kernel findings need a program that "
+                           "trains with tc's compiler");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool recorded_nothing(const Report& report) {
+  const Summary& s = report.summary;
+  return report.steps.empty() && report.ranges.range_count == 0 && report.ranges.mark_count == 0 && s.compilations == 0 &&
+         s.explicit_evaluations == 0 && s.execute_s == 0;
+}
 
 StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
   Report report;
   StoreText text;
   TC_RETURN_IF_ERROR(read_run(store, report.run, text));
   TC_RETURN_IF_ERROR(read_summary(store, report.summary));
+  // The ranges summary scans every range (4 M rows in a 10 M-event store: 0.2
+  // s of report became 1.0 s). A run with tc's own steps and no NVTX leaves
+  // tc's ranges to `tc-analyze ranges`; a run without steps, with NVTX, or
+  // taking its steps from a range gets it.
+  bool want_ranges = options.step_range.has_value() || report.run.step_range.has_value();
+  if (!want_ranges) {
+    auto steps = store.scalar_i64("SELECT EXISTS (SELECT 1 FROM steps)");
+    want_ranges = !steps.ok() || *steps == 0;
+  }
+  if (!want_ranges && store.schema_version() >= 3) {
+    auto nvtx = store.scalar_i64("SELECT EXISTS (SELECT 1 FROM nvtx_sites)");
+    want_ranges = nvtx.ok() && *nvtx != 0;
+  }
+  if (want_ranges) {
+    auto ranges = range_table(store, {}, text);
+    if (!ranges.ok()) return ranges.status();
+    report.ranges = std::move(*ranges);
+  }
+  TC_RETURN_IF_ERROR(read_steps(store, options, report));
   TC_RETURN_IF_ERROR(add_findings(store, report, options, text));
   {
     auto table = kernel_table(store, KernelsBy::kKernel);
@@ -129,10 +266,22 @@ std::string to_json(const Report& report) {
   j.field("wall_s", report.run.wall_s);
   j.field("host", report.run.host);
   j.field("tc_version", report.run.tc_version);
+  j.key("step_range");
+  if (report.run.step_range) j.value(*report.run.step_range);
+  else j.null();
+  j.key("nvtx");
+  if (report.run.nvtx) j.value(*report.run.nvtx);
+  else j.null();
   j.end_object();
   const Summary& s = report.summary;
   j.key("summary").begin_object();
-  j.field("steps", s.steps).field("compilations", s.compilations).field("recompilations", s.recompilations);
+  j.field("steps", s.steps).field("step_source", s.step_source.empty() ? "none" : s.step_source);
+  j.key("step_range");
+  if (s.step_source == "range") j.value(s.step_range);
+  else j.null();
+  j.field("step_p50_s", s.step_p50_s).field("step_p99_s", s.step_p99_s);
+  j.field("ranges", report.ranges.range_count).field("cut_ranges", report.ranges.cut_count).field("marks", report.ranges.mark_count);
+  j.field("compilations", s.compilations).field("recompilations", s.recompilations);
   j.field("explicit_evaluations", s.explicit_evaluations).field("compile_s", s.compile_s).field("execute_s", s.execute_s);
   j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
   j.field("dropped_events", report.run.dropped_count);
@@ -147,8 +296,10 @@ std::string to_json(const Report& report) {
     j.end_object();
   }
   j.end_array();
+  ranges_json_fields(j, report.ranges, 20);
   j.key("notes").begin_array();
   if (report.invalid_utf8_names > 0) j.value(invalid_utf8_note(report.invalid_utf8_names));
+  for (const std::string& note : report.notes) j.value(note);
   j.end_array();
   j.end_object();
   return j.str();

@@ -19,9 +19,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tc/collect/import.h"
 #include "tc/store/json_text.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
+#include "tc/trace/launcher.h"
 #include "tc/trace/records.h"
 #include "tc/trace/region.h"
 #include "tc/trace/trace.h"
@@ -52,9 +54,10 @@ RunInfo gather_run_info(std::vector<std::string> command, std::string collector)
   info.tc_version = TC_VERSION_STRING;
   for (char** e = environ; e && *e; ++e) {
     std::string_view kv(*e);
-    if (!kv.starts_with("TC_")) continue;
     size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
+    // TC_*, and the MPI launcher's rank, size and job (which store is which rank).
+    if (!kv.starts_with("TC_") && !trace::launcher::is_variable(kv.substr(0, eq))) continue;
     info.env.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   std::sort(info.env.begin(), info.env.end());
@@ -87,26 +90,41 @@ bool sample_pair(uint64_t& t, double& n) {
 
 }  // namespace
 
+// The slope needs two samples 10 ms apart. The first is taken here, the
+// second when the map is first used: tc-profile used to spin for those 10 ms
+// before it started the program (every run, /bin/true's too); now they pass
+// while the program starts, and a run whose first event is drained later
+// waits for nothing.
 ClockMap::ClockMap(bool tsc) : tsc_(tsc) {
   if (!tsc_) return;
-  // Initial slope from a short busy calibration; resync() refines it.
   while (!sample_pair(first_t_, first_n_)) {
   }
+}
+
+void ClockMap::calibrate() const {
+  constexpr double kSpanNs = 10e6;
   uint64_t t1 = 0;
   double n1 = 0;
-  do {
-    if (!sample_pair(t1, n1)) continue;
-  } while (n1 - first_n_ < 10e6 || t1 <= first_t_);
+  for (;;) {
+    double left = first_n_ + kSpanNs - static_cast<double>(trace::monotonic_ns());
+    if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(left)));
+    if (sample_pair(t1, n1) && n1 - first_n_ >= kSpanNs && t1 > first_t_) break;
+  }
   segments_.push_back({first_t_, first_n_, (n1 - first_n_) / static_cast<double>(t1 - first_t_)});
 }
 
-double ClockMap::ns_per_tick() const { return tsc_ ? segments_.back().slope : 1.0; }
+double ClockMap::ns_per_tick() const {
+  if (!tsc_) return 1.0;
+  if (segments_.empty()) calibrate();
+  return segments_.back().slope;
+}
 
 uint64_t ClockMap::to_ns(uint64_t t) const {
   // Ticks come from shared memory: any value. The result fits a signed
   // 64-bit column (and a double past 2^64 would not even convert).
   constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
   if (!tsc_) return t > kMax ? kMax : t;
+  if (segments_.empty()) calibrate();
   // Segments are few and the newest is the usual answer: search from the back.
   size_t i = segments_.size() - 1;
   while (i > 0 && t < segments_[i].t0) --i;
@@ -119,6 +137,12 @@ uint64_t ClockMap::to_ns(uint64_t t) const {
 
 void ClockMap::resync() {
   if (!tsc_) return;
+  if (segments_.empty()) {
+    // Unused so far: calibrate once the 10 ms have passed, so that no later
+    // to_ns() waits; before that, leave it to the first to_ns().
+    if (static_cast<double>(trace::monotonic_ns()) - first_n_ >= 10e6) calibrate();
+    return;
+  }
   uint64_t t = 0;
   double n = 0;
   if (!sample_pair(t, n)) return;  // try again at the next pass
@@ -156,6 +180,7 @@ struct OpenRange {
   uint64_t ts;
   uint32_t loc;
   int64_t arg;
+  uint32_t depth;  // ranges open on the thread when it began
 };
 
 // What the collector knows about the thread that owns a ring.
@@ -278,7 +303,20 @@ struct Collector::Impl {
   std::unordered_map<uint32_t, size_t> process_by_pid;
   std::unordered_map<uint32_t, std::string> strings;  // for thread names
   std::unordered_set<std::string> env_written;         // run_env rows, as name=value
-  std::vector<std::pair<int64_t, std::array<uint64_t, trace::kDropReasons>>> dropped_by_thread;  // utid, per reason
+  std::map<std::pair<int64_t, int64_t>, std::string> nvtx_thread_names;  // (upid, tid) -> nvtxNameOsThread
+  // utid, per reason, and the part of the ring's total its per-reason counts
+  // do not cover (both are producer-writable: the larger one counts).
+  struct ThreadDrops {
+    int64_t utid;
+    std::array<uint64_t, trace::kDropReasons> by;
+    uint64_t unattributed;
+  };
+  std::vector<ThreadDrops> dropped_by_thread;
+  // At the end, the live rings' drop counts and the no-ring count are read
+  // once (final_drops): run.dropped_count is then the sum of the rows of
+  // `dropped`, whatever the program writes into its rings afterwards.
+  bool final_drops = false;
+  uint64_t final_ring_drops = 0, final_no_ring = 0;
   std::vector<DroppedRow> abandoned;  // one per abandoned ring
   uint64_t events = 0;                // event rows handed to the writer (or counted while it could not take them)
   uint64_t unmatched_ends = 0;
@@ -293,6 +331,24 @@ struct Collector::Impl {
   std::map<std::tuple<int64_t, uint16_t, size_t>, uint64_t> malformed;
   uint64_t malformed_total = 0;
   std::vector<PendingRecord> pending;  // records naming a string defined in a ring not drained yet
+  // For the framework importers: ids above every one the rings used.
+  int64_t max_graph_id = 0;
+  uint32_t max_loc_id = 0;
+  // tc's Python hook: the locations of its marks, and each process's marks (upid -> ts).
+  std::unordered_set<uint32_t> step_mark_locs, steps_start_locs;
+  bool any_step_mark = false;
+  std::map<int64_t, std::vector<uint64_t>> step_marks;
+  static constexpr size_t kMaxStepMarks = 1 << 22;
+  std::string torch_trace_dir;
+  std::string jax_log_dir;
+  std::string xla_log_dir;
+  size_t graph_id_field = [] {
+    const auto& fields = trace::record_decl(static_cast<uint16_t>(trace::RecordKind::kCompilation))->fields;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].name == "graph_id") return i;
+    }
+    return size_t{0};
+  }();
   CollectorStats live;                 // steps, compilations, peak memory as they arrive
   uint32_t live_bytes_loc = 0;
   // The store failed (disk full): from then on rows are counted, not written.
@@ -315,6 +371,7 @@ struct Collector::Impl {
     if (kind == static_cast<uint16_t>(trace::RecordKind::kStep)) ++live.steps;
     if (kind != static_cast<uint16_t>(trace::RecordKind::kCompilation)) return;
     ++live.compilations;
+    if (graph_id_field < f.size()) max_graph_id = std::max(max_graph_id, f[graph_id_field]);
     if (reason_field < f.size()) {
       auto it = strings.find(static_cast<uint32_t>(f[reason_field]));
       if (it != strings.end() && it->second != "first") ++live.recompilations;
@@ -402,6 +459,8 @@ struct Collector::Impl {
     row.i64(trace::count_column(event_count));
     row.i64(trace::count_column(total_dropped()));
     row.text(info.cuda);
+    if (info.step_range.empty()) row.null(); else row.text(info.step_range);
+    if (info.nvtx.empty()) row.null(); else row.text(info.nvtx);
     return row.insert();
   }
 
@@ -419,11 +478,18 @@ struct Collector::Impl {
   // Everything lost, saturating: the ring counters live in shared memory.
   uint64_t total_dropped() const {
     using trace::sat_add;
-    uint64_t n = region.header().dropped_no_ring.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < ring_count; ++i) {
-      if (!cursors[i].abandoned && rings[i].known) n = sat_add(n, region.ring(i).dropped.load(std::memory_order_relaxed));
+    uint64_t n = 0;
+    if (final_drops) {
+      n = sat_add(final_no_ring, final_ring_drops);
+    } else {
+      n = region.header().dropped_no_ring.load(std::memory_order_relaxed);
+      for (uint32_t i = 0; i < ring_count; ++i) {
+        if (!cursors[i].abandoned && rings[i].known) n = sat_add(n, region.ring(i).dropped.load(std::memory_order_relaxed));
+      }
     }
-    for (uint64_t v : {retired_dropped, malformed_total, abandoned_total, too_deep, events_lost_to_store()}) n = sat_add(n, v);
+    for (uint64_t v : {retired_dropped, malformed_total, abandoned_total, too_deep, unmatched_ends, unresolved_strings,
+                       unknown_records, events_lost_to_store()})
+      n = sat_add(n, v);
     return n;
   }
 
@@ -443,6 +509,16 @@ struct Collector::Impl {
     rr = RingReader{};
     rr.known = true;
     rr.claims = claims;
+    // One OS thread may record into two rings at once: tc's own and the copy
+    // of the recording layer inside libtc_nvtx. It is one thread of the store.
+    for (const RingReader& other : rings) {
+      if (&other == &rr || !other.known) continue;
+      const ThreadRow& t = threads[static_cast<size_t>(other.utid - 1)];
+      if (t.upid == p.upid && t.tid == tid) {
+        rr.utid = other.utid;
+        return;
+      }
+    }
     rr.utid = static_cast<int64_t>(threads.size() + 1);
     threads.push_back({rr.utid, p.upid, tid, {}});
     if (writing()) keep(thread_row(threads.back()).insert());
@@ -458,7 +534,7 @@ struct Collector::Impl {
                  .i64(rr.utid)
                  .i64(trace::count_column(o.ts))
                  .i64(-1)
-                 .i64(static_cast<int64_t>(d))
+                 .i64(static_cast<int64_t>(o.depth))
                  .i64(o.loc)
                  .i64(o.arg)
                  .insert());
@@ -477,8 +553,10 @@ struct Collector::Impl {
       any = trace::sat_add(any, by[k]);
     }
     uint64_t total = reset ? h.dropped.exchange(0, std::memory_order_relaxed) : h.dropped.load(std::memory_order_relaxed);
-    if (reset) retired_dropped = trace::sat_add(retired_dropped, total);
-    if (any) dropped_by_thread.emplace_back(rr.utid, by);
+    uint64_t counted = std::max(total, any);  // what the rows below add up to
+    if (reset) retired_dropped = trace::sat_add(retired_dropped, counted);
+    else final_ring_drops = trace::sat_add(final_ring_drops, counted);
+    if (counted) dropped_by_thread.push_back({rr.utid, by, total > any ? total - any : 0});
   }
 
   void abandon(uint32_t r, const std::string& why, uint64_t unread) {
@@ -534,7 +612,7 @@ struct Collector::Impl {
             ++rr.too_deep;
             too_deep = trace::sat_add(too_deep, 1);
           } else {
-            rr.open.push_back({ts, s.loc, s.arg});
+            rr.open.push_back({ts, s.loc, s.arg, static_cast<uint32_t>(rr.open.size())});
           }
           break;
         case trace::SlotKind::kEnd: {
@@ -546,15 +624,21 @@ struct Collector::Impl {
             ++unmatched_ends;
             break;
           }
-          OpenRange o = rr.open.back();
-          rr.open.pop_back();
+          // The innermost open range of the end's site: the top one for
+          // tc's ranges; NVTX domains keep stacks of their own, so one
+          // domain's pop may end a range below another domain's.
+          size_t at = rr.open.size() - 1;
+          while (at > 0 && rr.open[at].loc != s.loc) --at;
+          if (rr.open[at].loc != s.loc) at = rr.open.size() - 1;
+          OpenRange o = rr.open[at];
+          rr.open.erase(rr.open.begin() + static_cast<std::ptrdiff_t>(at));
           if (writing()) {
             keep(writer.row(store::schema::ranges)
                      .null()
                      .i64(rr.utid)
                      .i64(trace::count_column(o.ts))
                      .i64(static_cast<int64_t>(ts - o.ts))
-                     .i64(static_cast<int64_t>(rr.open.size()))
+                     .i64(static_cast<int64_t>(o.depth))
                      .i64(o.loc)
                      .i64(o.arg)
                      .insert());
@@ -563,6 +647,14 @@ struct Collector::Impl {
           break;
         }
         case trace::SlotKind::kInstant:
+          if (any_step_mark && (step_mark_locs.contains(s.loc) || steps_start_locs.contains(s.loc))) {
+            auto& marks = step_marks[proc.upid];
+            if (marks.size() < kMaxStepMarks) {
+              // A start mark is stored as ts | 1 << 63 to tell it from a step's end.
+              marks.push_back(step_mark_locs.contains(s.loc) ? ts : ts | (uint64_t{1} << 63));
+              if (step_mark_locs.contains(s.loc)) ++live.python_steps;
+            }
+          }
           if (writing()) keep(writer.row(store::schema::instants).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).i64(s.arg).insert());
           ++events;
           break;
@@ -586,6 +678,13 @@ struct Collector::Impl {
           }
           if (writing()) keep(writer.row(store::schema::locations).i64(s.loc).text(field[0]).text(field[1]).text(field[2]).i64(s.value).insert());
           if (field[0] == "memory.live_bytes") live_bytes_loc = s.loc;
+          max_loc_id = std::max(max_loc_id, s.loc);
+          // The hook's marks: NVTX's default domain (function ''), file 'nvtx'.
+          if (field[1] == "nvtx" && field[2].empty()) {
+            if (field[0] == kStepMark) step_mark_locs.insert(s.loc);
+            if (field[0] == kStepsStartMark) steps_start_locs.insert(s.loc);
+            any_step_mark = !step_mark_locs.empty() || !steps_start_locs.empty();
+          }
           break;
         }
         case trace::SlotKind::kStringDef: {
@@ -655,6 +754,13 @@ struct Collector::Impl {
       // A setting a process chose: once per distinct name and value.
       auto name = strings.find(static_cast<uint32_t>(f[0])), value = strings.find(static_cast<uint32_t>(f[1]));
       if (name == strings.end() || value == strings.end() || !env_written.insert(name->second + "=" + value->second).second) return true;
+    }
+    if (decl->kind == trace::RecordKind::kNvtxThreadName) {
+      // nvtxNameOsThread(tid, name): applied to that thread of this process when the run ends.
+      auto name = strings.find(static_cast<uint32_t>(f[1]));
+      if (name != strings.end() && utid >= 1 && static_cast<size_t>(utid) <= threads.size()) {
+        nvtx_thread_names[{threads[static_cast<size_t>(utid - 1)].upid, f[0]}] = name->second;
+      }
     }
     if (!writing()) return true;
     auto row = writer.row(*table);
@@ -795,16 +901,102 @@ struct Collector::Impl {
   }
 
   // Rows that end the run: processes, threads, dropped, run.
-  void write_end_rows(const RunEnd& end) {
-    for (const ProcessRow& p : processes) keep(process_row(p).insert());
-    for (const ThreadRow& t : threads) keep(thread_row(t).insert());
-    for (const auto& [utid, by] : dropped_by_thread) {
-      for (uint32_t k = 0; k < trace::kDropReasons; ++k) {
-        if (by[k]) write_dropped(utid, by[k], drop_reason_text(static_cast<trace::DropReason>(k)));
+  // Names that nvtxNameOsThread gave, for threads that did not name themselves.
+  void apply_nvtx_thread_names() {
+    for (ThreadRow& t : threads) {
+      auto it = nvtx_thread_names.find({t.upid, static_cast<int64_t>(t.tid)});
+      if (it != nvtx_thread_names.end() && t.name.empty()) t.name = it->second;
+    }
+  }
+
+  // Steps of tc's Python hook, per process: step k from the mark before it to its own.
+  std::map<uint32_t, std::vector<int64_t>> step_ends;  // pid -> ends, for the importers
+  void write_python_steps() {
+    for (auto& [upid, marks] : step_marks) {
+      std::sort(marks.begin(), marks.end(), [](uint64_t a, uint64_t b) { return (a & ~(uint64_t{1} << 63)) < (b & ~(uint64_t{1} << 63)); });
+      const uint32_t pid = processes[static_cast<size_t>(upid - 1)].pid;
+      const int64_t utid = utid_of_process(pid);
+      uint64_t from = UINT64_MAX;
+      int64_t step = 0;
+      for (uint64_t m : marks) {
+        const bool start = (m >> 63) != 0;
+        const uint64_t ts = m & ~(uint64_t{1} << 63);
+        if (!start && from != UINT64_MAX) {
+          keep(writer.row(store::schema::steps).null().i64(utid).i64(trace::count_column(from)).i64(static_cast<int64_t>(ts - from)).i64(step++)
+                   .i64(0).text("torch").insert());
+          step_ends[pid].push_back(trace::count_column(ts));
+        }
+        from = ts;
       }
     }
+  }
+
+  // The thread a process's imported rows belong to: its first thread, else a new one (tid = pid).
+  int64_t utid_of_process(uint32_t pid) {
+    ProcessRow& p = process_for(pid);
+    for (const ThreadRow& t : threads) {
+      if (t.upid == p.upid) return t.utid;
+    }
+    threads.push_back({static_cast<int64_t>(threads.size() + 1), p.upid, pid, {}});
+    if (writing()) keep(thread_row(threads.back()).insert());
+    return threads.back().utid;
+  }
+
+  void import_frameworks() {
+    ImportTarget t;
+    t.writer = &writer;
+    t.start_ts = info.start_ts;
+    t.start_unix_ns = info.start_unix_ns;
+    t.min_mtime_unix_ns = info.start_unix_ns;
+    t.first_graph_id = max_graph_id + 1;
+    t.first_location_id = max_loc_id + 1;
+    t.utid_for = [this](uint32_t pid) { return utid_of_process(pid); };
+    t.step_ends = step_ends;
+    if (!torch_trace_dir.empty()) {
+      auto s = collect::import_torch_trace(torch_trace_dir, t);
+      if (!s.ok()) {
+        keep(s.status());
+        return;
+      }
+      live.compilations += static_cast<uint64_t>(s->compilations);
+      t.first_graph_id = std::max(t.first_graph_id, s->last_graph_id + 1);
+      t.first_location_id = std::max(t.first_location_id, s->last_location_id + 1);
+    }
+    if (!jax_log_dir.empty()) {
+      auto s = collect::import_jax_log(jax_log_dir, t);
+      if (!s.ok()) {
+        keep(s.status());
+        return;
+      }
+      live.compilations += static_cast<uint64_t>(s->compilations);
+      live.python_steps += static_cast<uint64_t>(s->steps);
+      t.first_graph_id = std::max(t.first_graph_id, s->last_graph_id + 1);
+      t.first_location_id = std::max(t.first_location_id, s->last_location_id + 1);
+    }
+    if (!xla_log_dir.empty()) {
+      auto s = collect::import_xla_log(xla_log_dir, t);
+      if (!s.ok()) {
+        keep(s.status());
+        return;
+      }
+      live.compilations += static_cast<uint64_t>(s->compilations);
+      live.python_steps += static_cast<uint64_t>(s->steps);
+    }
+  }
+
+  void write_end_rows(const RunEnd& end) {
+    apply_nvtx_thread_names();
+    for (const ProcessRow& p : processes) keep(process_row(p).insert());
+    for (const ThreadRow& t : threads) keep(thread_row(t).insert());
+    for (const ThreadDrops& d : dropped_by_thread) {
+      for (uint32_t k = 0; k < trace::kDropReasons; ++k) {
+        if (d.by[k]) write_dropped(d.utid, d.by[k], drop_reason_text(static_cast<trace::DropReason>(k)));
+      }
+      if (d.unattributed) write_dropped(d.utid, d.unattributed, "events the ring counted as dropped without a reason");
+    }
     for (const DroppedRow& a : abandoned) write_dropped(a.utid, a.count, a.reason);
-    if (uint64_t n = region.header().dropped_no_ring.load(); n) write_dropped(0, n, "no free ring: more threads than rings");
+    if (uint64_t n = final_drops ? final_no_ring : region.header().dropped_no_ring.load(); n)
+      write_dropped(0, n, "no free ring: more threads than rings");
     if (unmatched_ends) write_dropped(0, unmatched_ends, "range end without a begin");
     if (too_deep) write_dropped(0, too_deep, "ranges nested deeper than " + std::to_string(kMaxOpen) + " on one thread (not stored)");
     if (unresolved_strings) write_dropped(0, unresolved_strings, "string named by a record but never defined (stored as NULL)");
@@ -880,6 +1072,10 @@ Status Collector::finish(const RunEnd& end) {
     m.close_open_ranges(rr);
     m.take_ring_drops(rr, m.region.ring(r), /*reset=*/false);
   }
+  m.final_no_ring = m.region.header().dropped_no_ring.load(std::memory_order_relaxed);
+  m.final_drops = true;
+  if (!m.discarding) m.write_python_steps();
+  if (!m.discarding && (!m.torch_trace_dir.empty() || !m.jax_log_dir.empty() || !m.xla_log_dir.empty())) m.import_frameworks();
   RunEnd final_end = end;
   const std::string& path = m.writer.path();
   if (!m.discarding) {
@@ -922,6 +1118,7 @@ Status Collector::finish(const RunEnd& end) {
     if (marked || !m.writer.recover(fold).ok()) continue;
     m.discarding = false;  // a failure below sets it again
     m.write_dropped(0, lost, m.store_loss_reason());
+    m.apply_nvtx_thread_names();
     for (const ProcessRow& p : m.processes) m.keep(m.process_row(p).insert());
     for (const ThreadRow& t : m.threads) m.keep(m.thread_row(t).insert());
     m.keep(m.write_run(&final_end, m.events_kept()));
@@ -940,6 +1137,10 @@ Status Collector::finish(const RunEnd& end) {
 }
 
 void Collector::note_incomplete(std::string reason) { impl_->notes.push_back(std::move(reason)); }
+
+void Collector::import_torch_trace(std::string dir) { impl_->torch_trace_dir = std::move(dir); }
+void Collector::import_jax_log(std::string dir) { impl_->jax_log_dir = std::move(dir); }
+void Collector::import_xla_log(std::string dir) { impl_->xla_log_dir = std::move(dir); }
 
 CollectorStats Collector::stats() const {
   CollectorStats s = impl_->live;

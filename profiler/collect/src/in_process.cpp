@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "tc/collect/collector.h"
+#include "tc/store/output.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
 #include "tc/trace/trace.h"
@@ -167,23 +168,55 @@ std::string describe(const RunEnd& end) {
   close_other_fds({sock, region.fd()});
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, program, 0));
 
-  auto writer = store::Writer::create(path, {.overwrite = true});
+  // The store is built beside PATH under a hidden name and renamed over it at
+  // the end, as tc-profile does: a failed run never leaves half a store over a
+  // good one. (If the collector itself is SIGKILLed, the store is left under
+  // the hidden name, valid up to its last commit.)
+  const bool existed = ::access(path.c_str(), F_OK) == 0;
+  const std::string temp = store::temp_beside(path);
+  auto named = [&](std::string message) {
+    for (size_t i = 0; (i = message.find(temp, i)) != std::string::npos; i += path.size()) message.replace(i, temp.size(), path);
+    return message;
+  };
+  auto writer = store::Writer::create(temp, {.overwrite = false});
   if (!writer.ok()) {
-    send_all(sock, "E" + writer.status().message() + "\n");
+    send_all(sock, "E" + named(writer.status().message()) + "\n");
     ::_exit(1);
   }
   RunInfo info = gather_run_info(own_command(), "in-process");
   info.cuda = cuda_probe();
-  Collector c(region, **writer, std::move(info));
-  if (Status s = c.begin(); !s.ok()) {
-    send_all(sock, "E" + s.message() + "\n");
+  auto c = std::make_unique<Collector>(region, **writer, std::move(info));
+  if (Status s = c->begin(); !s.ok()) {
+    c.reset();
+    writer->reset();
+    store::remove_store_files(temp);
+    send_all(sock, "E" + named(s.message()) + "\n");
     ::_exit(1);
   }
   send_all(sock, "R\n");
 
+  // Finishes the store and moves it to PATH. Returns "" or the one-line error.
+  uint64_t events = 0;
+  auto end_run = [&](const RunEnd& end) -> std::string {
+    Status s = c->finish(end);
+    events = c->stats().events;
+    c.reset();
+    writer->reset();  // closed before it moves: the -wal belongs to the name it opened
+    if (s.ok()) {
+      if (std::string why = store::install(temp, path); !why.empty()) return "the store is complete but " + why + "; it is in " + temp;
+      return "";
+    }
+    if (::access(temp.c_str(), F_OK) != 0) return named(s.message());
+    if (existed) return s.message() + "; " + path + " was not replaced; what was recorded is in " + temp;
+    if (std::string why = store::install(temp, path); !why.empty()) {
+      return s.message() + "; what was recorded is in " + temp + " (" + why + ")";
+    }
+    return named(s.message()) + "; " + path + " holds what was recorded until then, marked incomplete";
+  };
+
   const uint64_t busy = region.capacity() / 16;
   for (;;) {
-    uint64_t n = *c.drain();  // never an error: a store failure waits for finish()
+    uint64_t n = *c->drain();  // never an error: a store failure waits for finish()
     pollfd fds[2] = {{sock, POLLIN, 0}, {pidfd, POLLIN, 0}};
     int r = ::poll(fds, pidfd >= 0 ? 2 : 1, n == 0 ? 5 : n < busy ? 2 : 0);
     if (r <= 0) continue;
@@ -192,16 +225,15 @@ std::string describe(const RunEnd& end) {
       char cmd = 0;
       ssize_t got = ::recv(sock, &cmd, 1, MSG_DONTWAIT);
       if (got == 1 && cmd == 'F') {
-        (void)c.flush();
+        (void)c->flush();
         send_all(sock, "f");
         continue;
       }
       if (got == 1 && cmd == 'X') {
         RunEnd end;
         end.complete = true;
-        Status s = c.finish(end);
-        CollectorStats st = c.stats();
-        send_all(sock, s.ok() ? "D" + std::to_string(st.events) + "\n" : "E" + s.message() + "\n");
+        std::string error = end_run(end);
+        send_all(sock, error.empty() ? "D" + std::to_string(events) + "\n" : "E" + error + "\n");
         ::_exit(0);
       }
       if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) gone = true;
@@ -209,14 +241,13 @@ std::string describe(const RunEnd& end) {
     if (!gone) continue;
     std::string unknown;
     RunEnd end = program_end(program, pidfd, &unknown);
-    if (!unknown.empty()) c.note_incomplete(unknown);
-    Status s = c.finish(end);
-    if (!s.ok()) {
-      std::fprintf(stderr, "tc: recording to %s ended with an error: %s\n", path.c_str(), s.message().c_str());
+    if (!unknown.empty()) c->note_incomplete(unknown);
+    std::string error = end_run(end);
+    if (!error.empty()) {
+      std::fprintf(stderr, "tc: recording to %s ended with an error: %s\n", path.c_str(), error.c_str());
     } else if (!quiet()) {
-      CollectorStats st = c.stats();
       std::fprintf(stderr, "tc: the program %s; wrote %llu events to %s, marked incomplete (tc-analyze %s)\n", describe(end).c_str(),
-                   static_cast<unsigned long long>(st.events), path.c_str(), path.c_str());
+                   static_cast<unsigned long long>(events), path.c_str(), path.c_str());
     }
     ::_exit(0);
   }
@@ -227,8 +258,8 @@ class InProcess {
   bool start(const char* path) {
     // Never replace a device, a FIFO or a directory with a store (as root,
     // TC_PROFILE=/dev/null once turned /dev/null into a regular file).
-    if (struct stat st; ::stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-      std::fprintf(stderr, "tc: cannot record to %s: it exists and is not a regular file; set TC_PROFILE to a store's path (FILE.tcdb)\n", path);
+    if (std::string kind = store::not_a_regular_file(path); !kind.empty()) {
+      std::fprintf(stderr, "tc: cannot record to %s: it is %s, not a store; set TC_PROFILE to a store's path (FILE.tcdb)\n", path, kind.c_str());
       return false;
     }
     std::string error;

@@ -24,6 +24,8 @@ constexpr ColumnDecl kRunColumns[] = {
     {"event_count", "INTEGER", "events collected into ranges, instants and counters"},
     {"dropped_count", "INTEGER", "events lost before they reached the store (the sum of dropped.count)"},
     {"cuda", "TEXT", "what the CUDA probe said, e.g. 'no device: cudaGetDeviceCount error 35'"},
+    {"step_range", "TEXT", "tc-profile --step-range NAME: the NVTX (or tc) range whose occurrences are the run's steps; NULL if not given", 3},
+    {"nvtx", "TEXT", "NVTX capture: 'tc' (tc-profile injected libtc_nvtx), 'user: PATH' (NVTX_INJECTION64_PATH was the user's own, left alone), 'off' (no injection library); NULL for a run without tc-profile", 3},
 };
 
 constexpr ColumnDecl kStringsColumns[] = {
@@ -33,9 +35,9 @@ constexpr ColumnDecl kStringsColumns[] = {
 
 constexpr ColumnDecl kLocationsColumns[] = {
     {"id", "INTEGER", "the location id that events record in loc_id"},
-    {"name", "TEXT", "the name given at the site, e.g. 'train.step'"},
-    {"file", "TEXT", "source file of the site"},
-    {"function", "TEXT", "function of the site"},
+    {"name", "TEXT", "the name given at the site, e.g. 'train.step'; for an NVTX range or mark, its message"},
+    {"file", "TEXT", "source file of the site; 'nvtx' for an NVTX range or mark (see nvtx_sites)"},
+    {"function", "TEXT", "function of the site; for NVTX, the domain's name ('' for NVTX's default domain)"},
     {"line", "INTEGER", "source line of the site"},
 };
 
@@ -106,6 +108,22 @@ constexpr ColumnDecl kDroppedColumns[] = {
     {"reason", "TEXT", "why, e.g. 'ring full' or 'no free ring'"},
 };
 
+constexpr ColumnDecl kFrameworkImportsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"framework", "TEXT", "'torch.compile' or 'jax'"},
+    {"source", "TEXT", "what was read: the TORCH_TRACE directory, or the directory of the hook's JAX logs"},
+    {"version", "TEXT", "the framework's version as its log says (torch_version artifact, jax.__version__), e.g. '2.15.0+cu132', '0.10.2'; NULL if it does not say"},
+    {"files", "INTEGER", "log files read"},
+    {"lines", "INTEGER", "lines read"},
+    {"records", "INTEGER", "records read (a header line and its payload lines; JAX: a JSON line)"},
+    {"compilations", "INTEGER", "rows it added to compilations"},
+    {"explicit_evaluations", "INTEGER", "rows it added to explicit_evaluations (graph breaks; JAX: forced evaluations)"},
+    {"unknown_kinds", "INTEGER", "records of a kind this tc does not know, skipped"},
+    {"malformed", "INTEGER", "lines that are not a well-formed record (bad prefix or JSON, wrong field types), skipped"},
+    {"truncated", "INTEGER", "1 when a file ended inside a record (the writer was cut off): what was complete was imported"},
+    {"note", "TEXT", "one line on anything else worth saying (a size limit hit, an unreadable file); NULL if nothing"},
+};
+
 constexpr IndexDecl kCompilationsIndexes[] = {{"compilations_graph_id", "graph_id"}};
 constexpr IndexDecl kExecutionsIndexes[] = {{"executions_graph_id", "graph_id"}};
 constexpr IndexDecl kExplicitEvaluationsIndexes[] = {{"explicit_evaluations_loc_id", "loc_id"}};
@@ -161,16 +179,48 @@ constexpr std::string_view column_type(trace::FieldType t) {
   return "INTEGER";
 }
 
+// Columns of record tables that no record carries: what the framework
+// importers (tc/collect/import.h) fill, with the value tc's own rows get.
+constexpr StoreColumn kStoreColumns[] = {
+    {"steps", {"framework", "TEXT", "who counted the step: 'tc' (tc::mark_step()), 'torch' (optimizer.step(), through tc's Python start-up hook) or 'jax' (a call of the jitted function called most, through the hook)", 4}, "tc"},
+    {"compilations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (imported from its TORCH_TRACE log at the end of the run) or 'jax' (from the JAX log of tc's Python hook)", 4}, "tc"},
+    {"compilations", {"frame", "TEXT", "torch.compile: its compile id 'frame/compile' (e.g. '0/3'); jax: the jitted function, 'jit(train_step)'; NULL for tc", 4}, {}, 0, true},
+    {"compilations", {"failure", "TEXT", "why the compilation failed, e.g. 'Unsupported: Dynamo recompile limit exceeded' (the frame then runs uncompiled); NULL when it compiled", 4}, {}, 0, true},
+    {"compilation_inputs", {"dynamic", "INTEGER", "1 when the compiler made this dimension dynamic (symbolic) in this compilation (torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation", 4}, {}, 0},
+    {"explicit_evaluations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (a graph break) or 'jax' (a value read back: float(), item(), printing)", 4}, "tc"},
+    {"explicit_evaluations", {"reason", "TEXT", "what forced it, as the framework says (torch.compile's graph break reason; jax: the call, e.g. 'float()'); NULL for tc", 4}, {}, 0, true},
+};
+
+constexpr bool store_columns_are_grouped() {
+  for (size_t i = 0; i < std::size(kStoreColumns); ++i) {
+    for (size_t j = i + 2; j < std::size(kStoreColumns); ++j) {
+      if (kStoreColumns[j].table == kStoreColumns[i].table && kStoreColumns[j - 1].table != kStoreColumns[i].table) return false;
+    }
+  }
+  return true;
+}
+static_assert(store_columns_are_grouped(), "kStoreColumns lists each table's columns together");
+
+constexpr size_t store_column_count(std::string_view table) {
+  size_t n = 0;
+  for (const StoreColumn& c : kStoreColumns) n += c.table == table;
+  return n;
+}
+
 template <size_t K>
 constexpr auto record_columns() {
   constexpr const trace::RecordDecl& r = trace::kRecords[K];
   constexpr size_t lead = r.utid_doc.empty() ? 1 : 2;  // id, and utid unless the row is the run's
-  std::array<ColumnDecl, r.fields.size() + lead> c{};
+  std::array<ColumnDecl, r.fields.size() + lead + store_column_count(r.table)> c{};
   c[0] = {"id", "INTEGER", "row id"};
   if constexpr (lead == 2) c[1] = {"utid", "INTEGER", r.utid_doc};
   for (size_t i = 0; i < r.fields.size(); ++i) {
     const trace::FieldDecl& f = r.fields[i];
     c[i + lead] = {f.name, column_type(f.type), f.doc, f.since};
+  }
+  size_t at = r.fields.size() + lead;
+  for (const StoreColumn& s : kStoreColumns) {
+    if (s.table == r.table) c[at++] = s.column;
   }
   return c;
 }
@@ -188,6 +238,14 @@ constexpr RecordTableTraits kRecordTableTraits[] = {
     {"kernels", 2, false},
     {"kernel_executions", 2, true},
     {"ceilings", 2, false},
+    {"nvtx_sites", 3, false},
+    {"nvtx_categories", 3, false},
+    {"nvtx_range_starts", 3, true},
+    {"nvtx_range_ends", 3, true},
+    {"nvtx_real_payloads", 3, true},
+    {"nvtx_thread_names", 3, false},
+    {"collectives", 3, false},
+    {"ranks", 3, false},
 };
 constexpr RecordTableTraits traits_of(std::string_view table) {
   for (const RecordTableTraits& t : kRecordTableTraits)
@@ -219,14 +277,19 @@ const TableDecl locations{"locations", "Recording sites: every event names its s
 const TableDecl processes{"processes", "Processes that recorded events (one per rank on the machine).",
                           kProcessesColumns, {}};
 const TableDecl threads{"threads", "Threads that recorded events.", kThreadsColumns, kThreadsIndexes};
-const TableDecl ranges{"ranges", "Ranges (TC_TRACE_RANGE, begin/end): a span of time on one thread.", kRangesColumns,
+const TableDecl ranges{"ranges", "Ranges (TC_TRACE_RANGE, begin/end; NVTX push/pop): a span of time on one thread.", kRangesColumns,
                        {}, true};
-const TableDecl instants{"instants", "Instants (TC_TRACE_INSTANT): a point in time on one thread, with an argument.",
+const TableDecl instants{"instants", "Instants (TC_TRACE_INSTANT; NVTX marks): a point in time on one thread, with an argument.",
                          kInstantsColumns, {}, true};
 const TableDecl counters{"counters", "Counter samples (TC_TRACE_COUNTER): a value over time, e.g. live device memory.",
                          kCountersColumns, {}, true};
 const TableDecl dropped{"dropped", "Events lost before they reached the store, counted per thread and reason.",
                         kDroppedColumns, {}};
+
+const TableDecl framework_imports{"framework_imports",
+                                  "What each framework importer read at the end of the run (torch.compile's TORCH_TRACE log, the Python hook's JAX "
+                                  "log), and what it skipped: one row per import.",
+                                  kFrameworkImportsColumns, {}, false, {}, 4};
 
 const TableDecl counter_series{"counter_series",
                                "One row per counter, computed from counters when the run ends, so readers need not scan counters "
@@ -241,7 +304,7 @@ const TableDecl* record_table(uint16_t kind) { return trace::record_decl(kind) ?
 namespace {
 // Every table that is not a record's, in creation order; the record tables follow.
 constexpr const TableDecl* kBaseTables[] = {&run,      &strings,        &locations, &processes, &threads,
-                                            &ranges,   &instants, &counters,       &counter_series, &dropped};
+                                            &ranges,   &instants, &counters,       &counter_series, &dropped, &framework_imports};
 }  // namespace
 
 std::span<const TableDecl* const> all_tables() {
@@ -253,6 +316,14 @@ std::span<const TableDecl* const> all_tables() {
     return all;
   }();
   return kTables;
+}
+
+std::span<const StoreColumn> store_columns(std::string_view table) {
+  size_t first = 0;
+  while (first < std::size(kStoreColumns) && kStoreColumns[first].table != table) ++first;
+  size_t last = first;
+  while (last < std::size(kStoreColumns) && kStoreColumns[last].table == table) ++last;
+  return std::span<const StoreColumn>(kStoreColumns).subspan(first, last - first);
 }
 
 const ColumnDecl* find_column(const TableDecl& table, std::string_view name) {

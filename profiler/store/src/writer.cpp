@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,11 +112,20 @@ Status check_target(const std::string& path, bool overwrite) {
 
 // The schema and header fields are written before WAL mode is switched on, so
 // the main file alone identifies a tc store even if the writer is killed
-// before its first checkpoint.
+// before its first checkpoint. All of it is one transaction with its rollback
+// journal in memory and no sync: it used to be four transactions, each
+// creating, syncing and unlinking a -journal file (16 of the 23 fdatasync
+// calls of `tc-profile -- /bin/true`, strace). Nothing is lost by that: a
+// writer killed (or a machine that loses power) before the program starts
+// recorded nothing yet, and the file is only a temporary name beside the
+// output. The connection stays at synchronous=OFF until the first commit
+// (Impl::sync_from_now): that commit writes the WAL's first header, and SQLite
+// syncs a new WAL header (and the directory) only so that frames of an older
+// WAL cannot be replayed after a power loss; a new WAL has none.
 Status create_schema(sqlite3* db, const std::string& path) {
-  std::string sql = "PRAGMA page_size=" + std::to_string(kPageSize) + ";" +
+  std::string sql = "PRAGMA page_size=" + std::to_string(kPageSize) + ";PRAGMA journal_mode=MEMORY;PRAGMA synchronous=OFF;BEGIN;" +
                     "PRAGMA application_id=" + std::to_string(kApplicationId) + ";" +
-                    "PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";BEGIN;";
+                    "PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   for (const TableDecl* t : schema::all_tables()) sql += create_table_sql(*t) + ";\n";
   sql += "COMMIT;";
   TC_RETURN_IF_ERROR(exec(db, path, sql, "creating the schema"));
@@ -124,7 +134,7 @@ Status create_schema(sqlite3* db, const std::string& path) {
   if (*mode != "wal") {
     return {StatusCode::kIoError, path + ": the file system does not support SQLite's WAL mode; choose a local disk"};
   }
-  return exec(db, path, "PRAGMA synchronous=NORMAL", "setting up the store");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -146,6 +156,7 @@ struct Writer::Table {
   sqlite3_stmt* insert = nullptr;
   sqlite3_stmt* batch_insert = nullptr;  // kBatchRows rows; bulk tables only
   int columns = 0;
+  std::span<const StoreColumn> store;  // the table's last columns, when a record table has them
   bool bulk = false;
   bool bad_key = false;       // the row being bound has a non-integer id
   std::vector<Value> staged;  // bulk: pending rows, columns values each
@@ -168,6 +179,8 @@ struct Writer::Impl {
   bool in_transaction = false;
   int64_t rows_in_transaction = 0;
   int64_t rows_written = 0;
+  bool synchronous = false;  // synchronous=NORMAL: from the first commit on (see create_schema)
+  int64_t limit_pages = 0;   // under a file size limit (ulimit -f): the pages the file may have; 0: none
   Status failed;  // sticky: an I/O error or corruption ends the writer
 
   ~Impl() { close(); }
@@ -310,7 +323,42 @@ struct Writer::Impl {
     in_transaction = false;
     rows_in_transaction = 0;
     for (auto& t : tables) t->committed += std::exchange(t->uncommitted, 0);
+    sync_from_now();
     return Status::Ok();
+  }
+
+  // WAL with synchronous=NORMAL: a commit does not sync, a checkpoint syncs
+  // the WAL before it writes the file, so the store stays valid whatever
+  // happens. Cannot fail outside a transaction.
+  // Under a file size limit (ulimit -f), the reserve file gives nothing back:
+  // the limit is per file. The store then stops short of it (max_page_count,
+  // with an eighth of the limit, at least kReserveBytes, left over) and
+  // checkpoints its WAL at a quarter of it, so that after the disk-full error
+  // recover() has room in both files for the run row and the reason. Without
+  // it the last transaction hit the limit too, in most runs, and the store
+  // could not say it was incomplete.
+  void keep_headroom_under_file_size_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+    const int64_t bytes = static_cast<int64_t>(limit.rlim_cur);
+    const int64_t headroom = std::max<int64_t>(kReserveBytes, bytes / 8);
+    limit_pages = std::max<int64_t>(1, bytes / kPageSize);
+    const int64_t pages = std::max<int64_t>(4, (bytes - headroom) / kPageSize);
+    const int64_t checkpoint = std::max<int64_t>(1, bytes / 4 / kPageSize);
+    const std::string sql = "PRAGMA max_page_count=" + std::to_string(pages) + ";PRAGMA wal_autocheckpoint=" + std::to_string(checkpoint);
+    sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+  // After the disk-full error: the headroom is the last transaction's.
+  void release_headroom() {
+    if (limit_pages == 0) return;
+    const std::string sql = "PRAGMA max_page_count=" + std::to_string(limit_pages);
+    sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+
+  void sync_from_now() {
+    if (synchronous) return;
+    sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+    synchronous = true;
   }
 
   // The store's file or directory was removed while it was written: SQLite
@@ -330,6 +378,7 @@ struct Writer::Impl {
     auto t = std::make_unique<Table>();
     t->decl = &decl;
     t->columns = static_cast<int>(decl.columns.size());
+    t->store = schema::store_columns(decl.name);
     t->bulk = decl.bulk;
     std::string one = "(";
     for (int i = 0; i < t->columns; ++i) one += i ? ",?" : "?";
@@ -365,6 +414,7 @@ StatusOr<std::unique_ptr<Writer>> Writer::create(const std::string& path, Writer
     sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
     s = create_schema(impl->db, path);
   }
+  if (s.ok()) impl->keep_headroom_under_file_size_limit();
   if (s.ok()) s = impl->prepare("BEGIN IMMEDIATE", &impl->begin);
   if (s.ok()) s = impl->prepare("COMMIT", &impl->commit);
   if (!s.ok()) {
@@ -443,7 +493,24 @@ Writer::Row& Writer::Row::null() {
   return *this;
 }
 
-Status Writer::Row::insert() { return impl_->insert(*table_, std::exchange(bound_, 0)); }
+Status Writer::Row::insert() {
+  Table& t = *table_;
+  // Bound up to its record's fields (or some of the store columns): the rest take tc's values.
+  const int first_store = t.columns - static_cast<int>(t.store.size());
+  if (!t.store.empty() && bound_ >= first_store && bound_ < t.columns) {
+    for (size_t i = static_cast<size_t>(bound_ - first_store); i < t.store.size(); ++i) {
+      const StoreColumn& c = t.store[i];
+      if (c.tc_null) {
+        null();
+      } else if (c.column.type == "INTEGER") {
+        i64(c.tc_int);
+      } else {
+        text(c.tc_text);
+      }
+    }
+  }
+  return impl_->insert(t, std::exchange(bound_, 0));
+}
 
 Status Writer::commit() { return impl_->commit_transaction(); }
 
@@ -470,17 +537,29 @@ Status Writer::finalize() {
   // end in an error that made tc-profile exit 1 and call the store incomplete,
   // although every row had been committed. Now a few short tries, then the
   // store stays in WAL mode: valid, complete, with its -wal file beside it.
+  //
+  // The checkpoint syncs the WAL, then the file: from there the file holds
+  // every row on its own. Leaving WAL mode then only rewrites the header's
+  // first bytes (the journal-mode flag and a change counter), and either
+  // header is a valid store with those rows, so that step runs with
+  // synchronous=OFF and its journal in memory: no -journal file created and
+  // unlinked, and none of the four syncs journal_mode=DELETE cost. FULL, not
+  // TRUNCATE: the WAL is deleted right after, so truncating it first was one
+  // more metadata write for nothing.
   sqlite3_busy_timeout(w.db, 100);
+  w.sync_from_now();
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    int rc = sqlite3_wal_checkpoint_v2(w.db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    int rc = sqlite3_wal_checkpoint_v2(w.db, nullptr, SQLITE_CHECKPOINT_FULL, nullptr, nullptr);
     if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) continue;
     if (rc != SQLITE_OK) {
       if (Status gone = w.still_there(); !gone.ok()) return w.failed = gone;
       return w.failed = sqlite_status(w.db, rc, w.path, "folding the WAL into the store");
     }
-    StatusOr<std::string> mode = exec_text(w.db, w.path, "PRAGMA journal_mode=DELETE", "leaving WAL mode");
-    if (mode.ok() && *mode == "delete") break;
+    sqlite3_exec(w.db, "PRAGMA synchronous=OFF", nullptr, nullptr, nullptr);
+    StatusOr<std::string> mode = exec_text(w.db, w.path, "PRAGMA journal_mode=MEMORY", "leaving WAL mode");
+    if (mode.ok() && *mode == "memory") break;
+    sqlite3_exec(w.db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
     if (!mode.ok() && mode.status().message().find("locked by another program") == std::string::npos) {
       if (Status gone = w.still_there(); !gone.ok()) return w.failed = gone;
       return w.failed = mode.status();
@@ -503,6 +582,8 @@ Status Writer::recover(bool fold_wal) {
   if (w.failed.ok() && !fold_wal) return Status::Ok();
   if (!w.db || w.failed.code() == StatusCode::kCorrupt) return w.failed.ok() ? Status(StatusCode::kInvalidArgument, w.path + ": closed") : w.failed;
   if (!sqlite3_get_autocommit(w.db)) sqlite3_exec(w.db, "ROLLBACK", nullptr, nullptr, nullptr);
+  w.release_headroom();
+  w.sync_from_now();
   // A failed fold leaves the WAL as it was: nothing is lost by trying.
   if (fold_wal) (void)sqlite3_wal_checkpoint_v2(w.db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   w.forget_transaction();

@@ -60,7 +60,7 @@ struct ProducerOwner {
 // initial-exec: one %fs-relative load instead of a __tls_get_addr call (the
 // code is position-independent). Fine for executables and for libraries
 // loaded at start-up, which is how tc is linked.
-#define TC_TLS_FAST __attribute__((tls_model("initial-exec")))
+#define TC_TLS_FAST __attribute__((tls_model(TC_TRACE_TLS_MODEL)))
 thread_local uint32_t t_no_ring_session TC_TLS_FAST = 0;  // session in which this thread found no ring
 thread_local uint64_t t_no_ring_freed TC_TLS_FAST = 0;    // the region's rings_freed when it looked
 thread_local uint32_t t_no_ring_tries TC_TLS_FAST = 0;    // events since it looked
@@ -543,14 +543,22 @@ LocationId location_id(std::string_view name, std::string_view file, uint32_t li
 int64_t new_graph_id() noexcept { return draw_id(&RegionHeader::next_graph_id, g_local_graph_id); }
 int64_t new_execution_id() noexcept { return draw_id(&RegionHeader::next_execution_id, g_local_execution_id); }
 
-void instant_at(LocationId location, int64_t arg) noexcept {
+void instant_at(LocationId location, int64_t arg, uint64_t ticks) noexcept {
   if (!enabled()) return;
-  write_slot(SlotKind::kInstant, location.value, 0, arg, read_now());
+  write_slot(SlotKind::kInstant, location.value, 0, arg, ticks ? ticks : read_now());
 }
 
-void begin_at(LocationId location) noexcept {
+void begin_at(LocationId location, int64_t arg, uint64_t ticks) noexcept {
   if (!enabled()) return;
-  write_slot(SlotKind::kBegin, location.value, 0, 0, read_now());
+  write_slot(SlotKind::kBegin, location.value, 0, arg, ticks ? ticks : read_now());
+}
+
+LocationId new_location(std::string_view name, std::string_view file, uint32_t line, std::string_view function) noexcept {
+  if (!enabled()) return {};
+  Registry& r = reg();
+  std::lock_guard lock(r.mu);
+  if (g_region == nullptr) return {};
+  return LocationId{define_location(name, file, function, line)};
 }
 
 void end_at(LocationId location) noexcept {

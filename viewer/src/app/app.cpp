@@ -7,13 +7,21 @@
 namespace tc::viewer::app {
 
 App::App(Options options) : options_(std::move(options)) {
-  if (!options_.paths.empty()) request_open(options_.paths.front());
+  if (!options_.paths.empty()) request_open(options_.paths);
   else show_file_panel = true;
 }
 
-void App::request_open(const std::string& path) {
-  std::strncpy(path_buffer_, path.c_str(), sizeof path_buffer_ - 1);
-  doc_.open(path);
+void App::request_open(const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  std::string shown;
+  for (const std::string& p : paths) shown += (shown.empty() ? "" : " ") + p;
+  std::strncpy(path_buffer_, shown.c_str(), sizeof path_buffer_ - 1);
+  doc_.open(paths);
+}
+
+void App::release_gl() {
+  row_texture_.release();
+  release_gl_state();
 }
 
 void App::frame() {
@@ -50,10 +58,16 @@ void App::frame() {
   if (!doc_.error().empty()) {
     ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.35f, 1.0f), "%s", doc_.error().c_str());
   }
+  if (!doc_.warning().empty()) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "%s", doc_.warning().c_str());
   if (state == Document::State::kLoading && !doc_.timeline()) ImGui::TextDisabled("loading %s ...", doc_.path().c_str());
 
   if (const Timeline* tl = doc_.timeline()) {
-    ImGui::Text("%s   %lld events on %zu lanes   view %s wide   loaded in %.2f s", tl->path.c_str(),
+    std::string what = tl->path;
+    if (!tl->ranks.empty()) {
+      what = (tl->job.empty() ? std::string("job") : "job " + tl->job) + ": " + std::to_string(tl->ranks.size()) + " ranks on rank 0's clock (" +
+             std::to_string(tl->paths.size()) + (tl->paths.size() == 1 ? " store)" : " stores)");
+    }
+    ImGui::Text("%s   %lld events on %zu lanes   view %s wide   loaded in %.2f s", what.c_str(),
                 static_cast<long long>(tl->event_count), tl->lanes.size(),
                 format_duration(doc_.view.t1 - doc_.view.t0).c_str(), doc_.load_s());
     if (!doc_.complete()) {

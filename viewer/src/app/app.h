@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tc/analysis/report.h"
+#include "tc/viewer/frame_cache.h"
 #include "tc/viewer/lod.h"
 #include "tc/viewer/timeline.h"
 
@@ -28,19 +29,17 @@ struct EventRef {
   bool operator==(const EventRef&) const = default;
 };
 
-// What the timeline shows: time window and pixel width of the canvas.
+// What the timeline shows: time window, and the canvas' pixel width and
+// left edge on the screen (as the last frame laid them out).
 struct View {
   int64_t t0 = 0, t1 = 1;
   float width_px = 1200;
+  int origin_px = 0;
 };
 
-// The draw lists for one frame, built by Document::prepare before any window
-// is drawn (Tracy's Preprocess, then Draw).
-struct Prepared {
-  ViewWindow window;
-  std::vector<std::vector<DrawList>> tracks;  // [lane][track]
-  CounterDrawList memory;
-};
+// The draw lists and row pixels for one frame, built by Document::prepare
+// before any window is drawn (Tracy's Preprocess, then Draw).
+using Prepared = FrameCache::Frame;
 
 struct Loaded {
   StatusOr<Timeline> timeline = Status(StatusCode::kInternal, "not loaded");
@@ -55,8 +54,10 @@ class Document {
  public:
   enum class State { kEmpty, kLoading, kReady, kFailed };
 
-  // Starts loading path on a worker thread; the previous store stays until then.
-  void open(const std::string& path);
+  // Starts loading path (or a job's stores, tc/viewer/job_timeline.h) on a
+  // worker thread; the previous store stays until then.
+  void open(const std::string& path) { open(std::vector<std::string>{path}); }
+  void open(const std::vector<std::string>& paths);
   // Takes what the workers finished; call once per frame, before drawing.
   void poll();
   // Blocks until loading (and, with findings, the analysis) is done.
@@ -67,8 +68,9 @@ class Document {
   bool complete() const { return timeline_ && timeline_->ranges_loaded; }
 
   State state() const { return state_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }    // the paths, space-separated
   const std::string& error() const { return error_; }  // the one-line Status message
+  const std::string& warning() const { return warning_; }  // e.g. the ranks of the job that were not given
   const Timeline* timeline() const { return timeline_.get(); }
   double load_s() const { return load_s_; }
   bool analyzing() const { return analysis_.valid(); }
@@ -86,6 +88,11 @@ class Document {
   EventRef selected;
   int selected_finding = -1;
   void select(EventRef e, bool move_view);
+  // Selects finding i and moves the view to its anchors' steps (anchor_extent).
+  void select_finding(int i);
+  // A job's rank groups drawn as their header row only (by Timeline::ranks index).
+  bool collapsed(int group) const { return group >= 0 && static_cast<size_t>(group) < collapsed_.size() && collapsed_[group]; }
+  void set_collapsed(int group, bool c);
   // The event of a compilation / explicit evaluation by its index in the timeline.
   EventRef find(TrackKind kind, uint32_t ref, int64_t ts) const;
   void zoom_to(int64_t ts, int64_t end);
@@ -95,20 +102,40 @@ class Document {
 
   // Level of detail for the current view; cheap when nothing changed.
   void prepare();
-  void invalidate_prepared() { prepared_valid_ = false; }
-  const Prepared& prepared() const { return prepared_; }
+  void invalidate_prepared() { frame_cache_.invalidate(); }
+  const Prepared& prepared() const { return frame_cache_.frame(); }
 
  private:
   State state_ = State::kEmpty;
-  std::string path_, error_, findings_error_;
+  std::string path_, error_, warning_, findings_error_;
+  std::vector<std::string> paths_;
+  std::vector<uint8_t> collapsed_, hidden_lanes_;
   std::unique_ptr<Timeline> timeline_;
   std::vector<analysis::Finding> findings_;
   double load_s_ = 0;
   std::future<Loaded> loading_, quick_;  // everything / everything but ranges
   void take(Loaded loaded, bool full);
   std::future<Analyzed> analysis_;
-  Prepared prepared_;
-  bool prepared_valid_ = false;
+  FrameCache frame_cache_;
+};
+
+// The frame's row pixels (FrameCache::Frame::pixels) as one OpenGL texture,
+// sampled nearest so that each pixel column of a row's quad shows its own
+// texel. Uploaded only when the frame was rebuilt. Lives with the OpenGL
+// context: release() before the context goes.
+class RowTexture {
+ public:
+  // The texture (an ImTextureID) holding f's rows, uploading them if needed.
+  void* update(const Prepared& f);
+  // Texture coordinates of row r's pixel columns [0, columns).
+  float u_end(const Prepared& f) const { return static_cast<float>(f.columns) / static_cast<float>(width_); }
+  float v_of(int row) const { return (static_cast<float>(row) + 0.5f) / static_cast<float>(height_); }
+  void release();
+
+ private:
+  unsigned id_ = 0;
+  int width_ = 0, height_ = 0;
+  uint64_t generation_ = 0;
 };
 
 struct Options {
@@ -124,18 +151,22 @@ class App {
   explicit App(Options options);
   // One frame: poll loaders, preprocess, then draw every window.
   void frame();
-  // A path dropped on the window or typed in the file panel.
-  void request_open(const std::string& path);
+  // A path dropped on the window or typed in the file panel; several: the stores of one job.
+  void request_open(const std::string& path) { request_open(std::vector<std::string>{path}); }
+  void request_open(const std::vector<std::string>& paths);
   Document& doc() { return doc_; }
   // Screen position of the selected event's centre in the last frame, if drawn.
   std::optional<std::pair<float, float>> selected_screen_pos() const { return selected_pos_; }
   Panel panel = Panel::kCompilations;
   bool show_file_panel = false;
+  // Frees what the app holds in the OpenGL context; call before it goes.
+  void release_gl();
 
  private:
   Options options_;
   Document doc_;
   std::optional<std::pair<float, float>> selected_pos_;
+  RowTexture row_texture_;
   bool first_frame_ = true;
   friend void draw_timeline_window(App& app, float height);
   friend void draw_file_panel(App& app);
@@ -153,9 +184,13 @@ void draw_file_panel(App& app);
 void draw_event_tooltip(const Document& doc, EventRef e, uint32_t merged_count);
 void draw_memory_tooltip(const Document& doc, int64_t ts);
 
-// Between these, fills are opaque: blending is off (gl_state.cpp).
+// Between these, fills are opaque and flat: blending is off, and textures
+// are not sampled (gl_state.cpp); after opaque_textured, until end_opaque,
+// they are sampled again (the rows' quads).
 void begin_opaque(ImDrawList* dl);
+void opaque_textured(ImDrawList* dl);
 void end_opaque(ImDrawList* dl);
+void release_gl_state();  // before the OpenGL context goes
 
 // Formatting shared by windows.
 std::string format_duration(int64_t ns);

@@ -13,7 +13,7 @@ namespace {
 std::vector<uint32_t> g_order;  // row order, re-sorted when the specs change
 size_t g_rows_for = SIZE_MAX;
 
-enum Column { kTime, kStep, kGraph, kReason, kDuration, kChange };
+enum Column { kTime, kStep, kGraph, kReason, kDuration, kChange, kRank };
 
 void sort_rows(const Timeline& tl, const ImGuiTableColumnSortSpecs& spec) {
   auto key = [&](uint32_t i) {
@@ -23,6 +23,7 @@ void sort_rows(const Timeline& tl, const ImGuiTableColumnSortSpecs& spec) {
       case kGraph: return c.graph_id;
       case kReason: return static_cast<int64_t>(c.reason);
       case kDuration: return c.dur;
+      case kRank: return c.rank;
       default: return c.ts;
     }
   };
@@ -50,9 +51,11 @@ void draw_compilations_window(Document& doc) {
               tl->compilations.size(), recompiles);
   ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                           ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
-  if (!ImGui::BeginTable("compilations", 6, flags)) return;
+  const bool job = !tl->ranks.empty();  // a job's: which rank compiled it
+  if (!ImGui::BeginTable("compilations", job ? 7 : 6, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_DefaultSort, 0, kTime);
+  if (job) ImGui::TableSetupColumn("rank", 0, 0, kRank);
   ImGui::TableSetupColumn("step", 0, 0, kStep);
   ImGui::TableSetupColumn("graph", 0, 0, kGraph);
   ImGui::TableSetupColumn("reason", 0, 0, kReason);
@@ -78,6 +81,10 @@ void draw_compilations_window(Document& doc) {
         doc.select(ref, true);
       }
       ImGui::PopID();
+      if (job) {
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld", static_cast<long long>(c.rank));
+      }
       ImGui::TableNextColumn();
       ImGui::Text("%lld", static_cast<long long>(c.step));
       ImGui::TableNextColumn();

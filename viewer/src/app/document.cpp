@@ -4,18 +4,36 @@
 #include <cstdio>
 
 #include "app.h"
+#include "tc/analysis/job.h"
+#include "tc/viewer/job_timeline.h"
 
 namespace tc::viewer::app {
 
 namespace {
 
-Loaded load(const std::string& path, bool ranges) {
+Loaded load(const std::vector<std::string>& paths, bool ranges) {
   auto start = std::chrono::steady_clock::now();
   Loaded out;
   LoadOptions options;
   options.ranges = ranges;
-  out.timeline = load_timeline(path, options);
+  out.timeline = load_job_timeline(paths, options);
   out.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+// A job's findings (analyze_job): each rank's own, merged, and the job's
+// (distributed.straggler, distributed.desync), anchored on the aligned clock.
+Analyzed analyze_ranks(const std::vector<std::string>& paths) {
+  Analyzed out;
+  auto job = analysis::analyze_job(paths);
+  if (!job.ok()) {
+    out.error = job.status().message();
+    return out;
+  }
+  for (analysis::JobFinding& jf : job->findings) {
+    jf.finding.anchors_ts = std::move(jf.aligned_anchors_ts);
+    out.findings.push_back(std::move(jf.finding));
+  }
   return out;
 }
 
@@ -34,8 +52,10 @@ Analyzed analyze(const std::string& path) {
 
 }  // namespace
 
-void Document::open(const std::string& path) {
-  path_ = path;
+void Document::open(const std::vector<std::string>& paths) {
+  paths_ = paths;
+  path_.clear();
+  for (const std::string& p : paths) path_ += (path_.empty() ? "" : " ") + p;
   state_ = State::kLoading;
   error_.clear();
   // A quick load without the ranges puts the run on screen at once; the full
@@ -43,9 +63,9 @@ void Document::open(const std::string& path) {
   // One after the other, so that the quick one has the machine to itself.
   auto quick = std::make_shared<std::promise<Loaded>>();
   quick_ = quick->get_future();
-  loading_ = std::async(std::launch::async, [path, quick] {
-    quick->set_value(load(path, false));
-    return load(path, true);
+  loading_ = std::async(std::launch::async, [paths, quick] {
+    quick->set_value(load(paths, false));
+    return load(paths, true);
   });
 }
 
@@ -57,11 +77,19 @@ void Document::take(Loaded loaded, bool full) {
     error_ = loaded.timeline.status().message();
     return;
   }
-  const bool had_quick = timeline_ && !timeline_->ranges_loaded && timeline_->path == path_;
+  const bool had_quick = timeline_ && !timeline_->ranges_loaded && timeline_->paths == paths_;
   timeline_ = std::make_unique<Timeline>(std::move(loaded.timeline).value());
   load_s_ = loaded.load_s;
   state_ = State::kReady;
-  prepared_valid_ = false;
+  frame_cache_.invalidate();
+  warning_.clear();
+  if (std::vector<int64_t> missing = missing_ranks(*timeline_); !missing.empty()) {
+    warning_ = analysis::rank_set(missing, 0) + " of the job's " + std::to_string(timeline_->world_size) + " " + (missing.size() == 1 ? "is" : "are") +
+               " missing: open every rank's store (run.rank*.tcdb) to see all the waits";
+  }
+  if (collapsed_.size() != timeline_->ranks.size() || !had_quick) collapsed_.assign(timeline_->ranks.size(), 0);
+  hidden_lanes_.assign(timeline_->lanes.size(), 0);
+  for (size_t l = 0; l < timeline_->lanes.size(); ++l) hidden_lanes_[l] = collapsed(timeline_->lanes[l].group);
   if (had_quick) {
     selected = {};  // track indices change when the range tracks arrive
     set_view(view.t0, view.t1);  // keep where the user went meanwhile
@@ -74,8 +102,9 @@ void Document::take(Loaded loaded, bool full) {
   }
   // Findings come from the analyzer, after the first frame is up.
   if (full) {
-    std::string path = timeline_->path;
-    analysis_ = std::async(std::launch::async, [path] { return analyze(path); });
+    std::vector<std::string> paths = timeline_->paths;
+    const bool job = !timeline_->ranks.empty();
+    analysis_ = std::async(std::launch::async, [paths, job] { return job ? analyze_ranks(paths) : analyze(paths.front()); });
   }
 }
 
@@ -185,20 +214,24 @@ void Document::select(EventRef e, bool move_view) {
 
 void Document::prepare() {
   if (!timeline_) return;
-  ViewWindow w{view.t0, view.t1, std::max(1.0f, view.width_px)};
-  if (prepared_valid_ && w.t0 == prepared_.window.t0 && w.t1 == prepared_.window.t1 &&
-      w.width_px == prepared_.window.width_px) {
-    return;
+  frame_cache_.prepare(*timeline_, {view.t0, view.t1, std::max(1.0f, view.width_px)}, view.origin_px, &hidden_lanes_);
+}
+
+void Document::set_collapsed(int group, bool c) {
+  if (!timeline_ || group < 0 || static_cast<size_t>(group) >= collapsed_.size()) return;
+  collapsed_[group] = c;
+  for (size_t l = 0; l < timeline_->lanes.size(); ++l) hidden_lanes_[l] = collapsed(timeline_->lanes[l].group);
+  if (selected.valid() && hidden_lanes_[static_cast<size_t>(selected.lane)]) selected = {};
+}
+
+void Document::select_finding(int i) {
+  if (i < 0 || static_cast<size_t>(i) >= findings_.size()) return;
+  selected_finding = i;
+  int64_t t0 = 0, t1 = 0;
+  if (timeline_ && anchor_extent(*timeline_, findings_[i].anchors_ts, &t0, &t1)) {
+    const int64_t pad = std::max<int64_t>((t1 - t0) / 10, 1000);
+    set_view(t0 - pad, t1 + pad);
   }
-  prepared_.window = w;
-  prepared_.tracks.resize(timeline_->lanes.size());
-  for (size_t l = 0; l < timeline_->lanes.size(); ++l) {
-    const Lane& lane = timeline_->lanes[l];
-    prepared_.tracks[l].resize(lane.tracks.size());
-    for (size_t k = 0; k < lane.tracks.size(); ++k) build_draw_list(lane.tracks[k], w, &prepared_.tracks[l][k]);
-  }
-  build_counter_draw_list(timeline_->memory, w, &prepared_.memory);
-  prepared_valid_ = true;
 }
 
 std::string format_duration(int64_t ns) {

@@ -38,11 +38,7 @@ void draw_findings_window(Document& doc) {
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::Selectable(analysis::severity_name(f.severity), doc.selected_finding == static_cast<int>(i),
                           ImGuiSelectableFlags_SpanAllColumns)) {
-      doc.selected_finding = static_cast<int>(i);
-      if (!f.anchors_ts.empty()) {
-        auto [lo, hi] = std::minmax_element(f.anchors_ts.begin(), f.anchors_ts.end());
-        doc.zoom_to(*lo, std::max(*hi, *lo + 1));
-      }
+      doc.select_finding(static_cast<int>(i));
     }
     ImGui::PopID();
     ImGui::TableNextColumn();

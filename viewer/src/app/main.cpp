@@ -11,10 +11,12 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "app.h"
 #include "screenshot.h"
+#include "tc/viewer/palette.h"
 
 namespace {
 
@@ -32,11 +34,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 void on_drop(GLFWwindow* window, int count, const char** paths) {
   auto* a = static_cast<App*>(glfwGetWindowUserPointer(window));
-  if (a && count > 0) a->request_open(paths[0]);
+  if (a && count > 0) a->request_open(std::vector<std::string>(paths, paths + count));  // several: one job's stores
 }
 
 // "recompilation:N" (the N-th recompilation, from 1), "compilation:N",
-// "evaluation:N", "execution:N", "kernel:N" (the N-th timed kernel run), "step:N".
+// "evaluation:N", "execution:N", "kernel:N" (the N-th timed kernel run), "collective:N" (by arrival), "step:N",
+// "nvtx:N" (the N-th NVTX range, push/pop or start/end, by start time), "mark:N" (the N-th NVTX mark).
 tc::StatusOr<EventRef> resolve(const Document& doc, const std::string& spec) {
   const Timeline* tl = doc.timeline();
   auto bad = [&](const std::string& why) {
@@ -82,14 +85,32 @@ tc::StatusOr<EventRef> resolve(const Document& doc, const std::string& spec) {
     return pick(TrackKind::kKernels, tl->kernel_runs.size(), [](size_t) { return true; },
                 [&](size_t i) { return tl->kernel_runs[i].ts; });
   }
+  if (kind == "collective") {  // the N-th collective call of any rank, by arrival
+    return pick(TrackKind::kCollectives, tl->collectives.size(), [](size_t) { return true; },
+                [&](size_t i) { return tl->collectives[i].ts; });
+  }
   if (kind == "step") {
     return pick(TrackKind::kSteps, tl->steps.size(), [](size_t) { return true; }, [&](size_t i) { return tl->steps[i].ts; });
   }
-  return bad("kind must be recompilation, compilation, evaluation, execution, kernel or step");
+  if (kind == "nvtx" || kind == "mark") {
+    std::vector<std::pair<int64_t, EventRef>> events;  // by start time over every lane
+    for (size_t l = 0; l < tl->lanes.size(); ++l) {
+      for (size_t k = 0; k < tl->lanes[l].tracks.size(); ++k) {
+        const Track& t = tl->lanes[l].tracks[k];
+        bool want = kind == "mark" ? t.kind == TrackKind::kNvtxMarks : t.kind == TrackKind::kNvtxRanges || t.kind == TrackKind::kNvtxStartEnd;
+        for (uint32_t i = 0; want && i < t.size(); ++i) events.push_back({t.ts[i], {static_cast<int>(l), static_cast<int>(k), i}});
+      }
+    }
+    if (static_cast<size_t>(n) > events.size()) return bad("the run has only " + std::to_string(events.size()));
+    std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return events[static_cast<size_t>(n - 1)].second;
+  }
+  return bad("kind must be recompilation, compilation, evaluation, execution, kernel, collective, step, nvtx, mark or finding");
 }
 
 struct ScreenshotArgs {
   std::string out;
+  std::string collapse;  // ranks, comma-separated
   int width = 1600, height = 900;
   std::string select, hover;
   int frames = 30;
@@ -106,6 +127,14 @@ void use_nearest_font_filter() {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
   done = true;
+}
+
+// The timeline's rows show palette::kBackground where they have no event, so
+// the clear colour is that, exactly.
+void clear_to_background() {
+  constexpr palette::Rgb c = palette::kBackground;
+  glClearColor(c.r / 255.0f, c.g / 255.0f, c.b / 255.0f, 1);
+  glClear(GL_COLOR_BUFFER_BIT);
 }
 
 double g_last_ui_ms = 0;  // of the last frame: ImGui and the draw lists, before OpenGL
@@ -125,11 +154,35 @@ double render_offscreen(App& app, const Offscreen& fb, const ScreenshotArgs& a, 
   g_last_ui_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   fb.bind();
   glViewport(0, 0, a.width, a.height);
-  glClearColor(0.09f, 0.1f, 0.12f, 1);
-  glClear(GL_COLOR_BUFFER_BIT);
+  clear_to_background();
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   glFinish();
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct FrameTimes {
+  double median = 0, max = 0, ui_median = 0, cpu = 0;  // ms; cpu: all threads, per frame
+  size_t frames = 0;
+};
+
+// a.frames frames of the current view; moved: as if the view changed before each.
+FrameTimes time_frames(App& app, const Offscreen& fb, const ScreenshotArgs& a, bool moved) {
+  std::vector<double> ms, ui_ms;
+  const double cpu0 = process_cpu_ms();
+  for (int i = 0; i < std::max(1, a.frames); ++i) {
+    if (moved) app.doc().invalidate_prepared();
+    ms.push_back(render_offscreen(app, fb, a, std::nullopt));
+    ui_ms.push_back(g_last_ui_ms);
+  }
+  FrameTimes t;
+  t.frames = ms.size();
+  t.cpu = (process_cpu_ms() - cpu0) / static_cast<double>(ms.size());
+  std::sort(ms.begin(), ms.end());
+  std::sort(ui_ms.begin(), ui_ms.end());
+  t.median = ms[ms.size() / 2];
+  t.max = ms.back();
+  t.ui_median = ui_ms[ui_ms.size() / 2];
+  return t;
 }
 
 int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
@@ -145,6 +198,23 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
   const double first_frame_s = seconds_since(start);
   const bool first_complete = doc.complete();
   doc.wait(false);
+  if (!a.collapse.empty()) {
+    const Timeline* tl = doc.timeline();
+    size_t at = 0;
+    while (tl && at <= a.collapse.size()) {
+      size_t comma = std::min(a.collapse.find(',', at), a.collapse.size());
+      const std::string r = a.collapse.substr(at, comma - at);
+      bool found = false;
+      for (size_t g = 0; g < tl->ranks.size(); ++g) {
+        if (std::to_string(tl->ranks[g].rank) == r) doc.set_collapsed(static_cast<int>(g), true), found = true;
+      }
+      if (!found) {
+        std::fprintf(stderr, "tc-viewer: --collapse %s: the timeline has no rank %s\n", a.collapse.c_str(), r.c_str());
+        return 2;
+      }
+      at = comma + 1;
+    }
+  }
   render_offscreen(app, fb, a, std::nullopt);
   const double full_frame_s = seconds_since(start);
   int exit_code = 0;
@@ -155,27 +225,33 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
     std::printf("time_to_first_frame_s: %.3f%s\n", first_frame_s,
                 first_complete ? "" : " (steps, compilations, evaluations, memory; ranges still loading)");
     std::printf("time_to_complete_frame_s: %.3f\n", full_frame_s);
-    // The frame timer: fully zoomed out, draw lists rebuilt every frame.
-    std::vector<double> ms, ui_ms;
-    const double cpu0 = process_cpu_ms();
-    for (int i = 0; i < std::max(1, a.frames); ++i) {
-      doc.invalidate_prepared();
-      ms.push_back(render_offscreen(app, fb, a, std::nullopt));
-      ui_ms.push_back(g_last_ui_ms);
-    }
-    const double cpu_per_frame = (process_cpu_ms() - cpu0) / static_cast<double>(ms.size());
-    std::sort(ui_ms.begin(), ui_ms.end());
+    // The frame timer, fully zoomed out, once the analyzer's thread is done:
+    // after a big load it competes for the CPUs for a second or more, which
+    // is not what a frame costs. Two kinds of frame: the view moved (draw
+    // lists and row pixels rebuilt, as while panning or zooming) and the view
+    // still (both cached, as while hovering).
+    doc.wait(true);
+    const FrameTimes moved = time_frames(app, fb, a, true);
+    const FrameTimes still = time_frames(app, fb, a, false);
     size_t items = doc.prepared().memory.columns.size();
     for (const auto& lane : doc.prepared().tracks) {
       for (const DrawList& l : lane) items += l.items.size();
     }
-    std::sort(ms.begin(), ms.end());
     std::printf("frame_ms_zoomed_out: median %.2f, max %.2f over %zu frames at %dx%d, %zu draw items "
-                "(median %.2f ms in ImGui and draw lists, the rest in OpenGL)\n",
-                ms[ms.size() / 2], ms.back(), ms.size(), a.width, a.height, items, ui_ms[ui_ms.size() / 2]);
+                "(median %.2f ms in ImGui and draw lists, the rest in OpenGL; the view moved every frame)\n",
+                moved.median, moved.max, moved.frames, a.width, a.height, items, moved.ui_median);
     // CPU time of all the process's threads (llvmpipe's included): what a
     // frame costs when the machine is not shared.
-    std::printf("frame_cpu_ms_zoomed_out: %.2f\n", cpu_per_frame);
+    std::printf("frame_cpu_ms_zoomed_out: %.2f\n", moved.cpu);
+    std::printf("frame_ms_zoomed_out_still: median %.2f, max %.2f over %zu frames (median %.2f ms in ImGui; the view "
+                "unchanged, draw lists cached)\n",
+                still.median, still.max, still.frames, still.ui_median);
+    std::printf("frame_cpu_ms_zoomed_out_still: %.2f\n", still.cpu);
+    const ImDrawData* dd = ImGui::GetDrawData();
+    int commands = 0;
+    for (int i = 0; i < dd->CmdListsCount; ++i) commands += dd->CmdLists[i]->CmdBuffer.Size;
+    std::printf("frame_gl_zoomed_out: %d vertices, %d indices, %d draw commands\n", dd->TotalVtxCount, dd->TotalIdxCount,
+                commands);
   } else {
     std::fprintf(stderr, "tc-viewer: %s\n", doc.error().c_str());
     exit_code = 4;
@@ -185,6 +261,15 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
   std::optional<ImVec2> mouse;
   for (const std::string* spec : {&a.select, &a.hover}) {
     if (spec->empty()) continue;
+    if (spec->rfind("finding:", 0) == 0) {  // the N-th row of the Findings table, as a click on it
+      long n = std::atol(spec->c_str() + 8);
+      if (n < 1 || static_cast<size_t>(n) > doc.findings().size()) {
+        std::fprintf(stderr, "tc-viewer: --select %s: the run has %zu findings\n", spec->c_str(), doc.findings().size());
+        return 2;
+      }
+      doc.select_finding(static_cast<int>(n - 1));
+      continue;
+    }
     auto e = resolve(doc, *spec);
     if (!e.ok()) {
       std::fprintf(stderr, "tc-viewer: %s\n", e.status().message().c_str());
@@ -202,6 +287,10 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
     std::fprintf(stderr, "tc-viewer: %s\n", s.message().c_str());
     return static_cast<int>(s.code());
   }
+  if (const Timeline* tl = doc.timeline()) {
+    std::printf("view_s: %.6f .. %.6f (seconds since the start)\n", static_cast<double>(doc.view.t0 - tl->start_ts) / 1e9,
+                static_cast<double>(doc.view.t1 - tl->start_ts) / 1e9);
+  }
   std::printf("screenshot: %s (%dx%d)\n", a.out.c_str(), a.width, a.height);
   return exit_code;
 }
@@ -213,6 +302,7 @@ int main(int argc, char** argv) {
   CLI::App cli{
       "tc-viewer: the timeline of a tc run (a .tcdb store from tc-profile).\n\n"
       "  tc-viewer run.tcdb                       open a store in a window\n"
+      "  tc-viewer run.rank*.tcdb                 the stores of one MPI job: one group of lanes per rank, on rank 0's clock\n"
       "  tc-viewer                                open one from the file panel, or drop it on the window\n"
       "  tc-viewer run.tcdb --screenshot out.png  render without a window (e.g. under xvfb-run -a), write a PNG,\n"
       "                                           and print the frame timer (time to first frame, frame ms)\n\n"
@@ -220,15 +310,20 @@ int main(int argc, char** argv) {
       "arrows or WASD pan and zoom, F fits the whole run, Z zooms to the selected event. Click an event, or a\n"
       "row of the Compilations, Explicit evaluations or Findings tables, to select it and move to it.",
       "tc-viewer"};
-  std::string store;
+  std::vector<std::string> stores;
+  std::string collapse;
   ScreenshotArgs shot;
   std::string size = "1600x900", panel = "compilations";
-  cli.add_option("store", store, "the .tcdb store to open");
+  cli.add_option("stores", stores,
+                 "the .tcdb store to open; or the stores of one MPI job (run.rank*.tcdb), every rank on one time axis");
+  cli.add_option("--collapse", collapse, "ranks of a job drawn as their header row only, e.g. 1,3 (screenshots)");
   cli.add_option("--screenshot", shot.out, "render headless and write this PNG, then exit");
   cli.add_option("--size", size, "screenshot size, WIDTHxHEIGHT")->capture_default_str();
   cli.add_option("--select", shot.select,
                  "select an event and move the view to it: recompilation:N, compilation:N, evaluation:N, "
-                 "execution:N, kernel:N (the N-th timed kernel run) or step:N (N from 1)");
+                 "execution:N, kernel:N (the N-th timed kernel run), collective:N (the N-th collective call of any rank, by "
+                 "arrival), step:N, nvtx:N (the N-th NVTX range by start time), "
+                 "mark:N (the N-th NVTX mark) or finding:N (the N-th row of the Findings table, and the view to its step); N from 1");
   cli.add_option("--hover", shot.hover, "like --select, and put the mouse on it so its tooltip shows (screenshots)");
   cli.add_option("--panel", panel, "table shown under the timeline: compilations, evaluations, findings or statistics (per kernel, "
                  "source line or range name, with the slowest kernel's histogram)")
@@ -243,9 +338,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool headless = !shot.out.empty();
+  shot.collapse = collapse;
 
   Options options;
-  if (!store.empty()) options.paths.push_back(store);
+  options.paths = stores;
   options.screenshot_mode = headless;
   App app(options);  // starts loading now, while the window is made
   app.panel = panel == "findings"      ? Panel::kFindings
@@ -297,13 +393,13 @@ int main(int argc, char** argv) {
       int w, h;
       glfwGetFramebufferSize(window, &w, &h);
       glViewport(0, 0, w, h);
-      glClearColor(0.09f, 0.1f, 0.12f, 1);
-      glClear(GL_COLOR_BUFFER_BIT);
+      clear_to_background();
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       glfwSwapBuffers(window);
     }
   }
   app.doc().wait(true);  // let worker threads finish before their Document goes
+  app.release_gl();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();

@@ -19,33 +19,13 @@ constexpr float kRulerHeight = 22;
 constexpr float kMemoryHeight = 72;
 constexpr float kLaneHeader = 18;
 constexpr float kTrackHeight = 16;
+constexpr float kGroupHeader = 15;  // the label row of an NVTX domain's tracks
+constexpr float kRankHeader = 20;   // the header row of a job's rank: click its label to collapse or expand it
+
+std::string signed_duration(int64_t ns) { return (ns < 0 ? "-" : "+") + format_duration(ns < 0 ? -ns : ns); }
 
 ImU32 col(palette::Rgb c, float scale = 1.0f) {
   return IM_COL32(static_cast<int>(c.r * scale), static_cast<int>(c.g * scale), static_cast<int>(c.b * scale), 255);
-}
-
-palette::Rgb item_colour(const Timeline& tl, const Track& t, uint32_t i) {
-  switch (t.kind) {
-    case TrackKind::kSteps: return tl.steps[t.ref[i]].step % 2 ? palette::kStepOdd : palette::kStepEven;
-    case TrackKind::kCompilations:
-      switch (tl.compilations[t.ref[i]].reason) {
-        case CompileReason::kFirst: return palette::kCompileFirst;
-        case CompileReason::kShapeChange: return palette::kCompileShape;
-        case CompileReason::kStructureChange: return palette::kCompileStructure;
-        case CompileReason::kOther: return palette::kCompileOther;
-      }
-      break;
-    case TrackKind::kExecutions: return palette::kExecution;
-    case TrackKind::kEvaluations: return palette::kEvaluation;
-    case TrackKind::kInstants: return palette::kInstant;
-    case TrackKind::kRanges: return palette::range_colour(t.ref[i]);
-    case TrackKind::kKernels: {
-      // Coloured by the user's line it came from: one line, one colour.
-      const std::string site = tl.kernels[tl.kernel_runs[t.ref[i]].kernel].first_site();
-      return palette::range_colour(static_cast<int64_t>(std::hash<std::string>{}(site) & 0x7fffffff));
-    }
-  }
-  return palette::kCompileOther;
 }
 
 std::string item_label(const Timeline& tl, const Track& t, uint32_t i) {
@@ -61,11 +41,19 @@ std::string item_label(const Timeline& tl, const Track& t, uint32_t i) {
       return e.kind + " " + call_site(tl, e.loc_id);
     }
     case TrackKind::kInstants:
-    case TrackKind::kRanges: {
-      const Location* loc = tl.location(t.ref[i]);
-      return loc ? loc->name : "?";
+    case TrackKind::kRanges:
+    case TrackKind::kNvtxMarks:
+    case TrackKind::kNvtxRanges:
+    case TrackKind::kNvtxStartEnd: {
+      const Location* loc = tl.location(t.kind == TrackKind::kNvtxStartEnd ? tl.nvtx_start_ends[t.ref[i]].loc_id : t.ref[i]);
+      std::string name = loc ? loc->name : "?";
+      return t.is_cut(i) ? name + " (cut)" : name;
     }
     case TrackKind::kKernels: return tl.kernels[tl.kernel_runs[t.ref[i]].kernel].ops;
+    case TrackKind::kCollectives: {
+      const Collective& c = tl.collectives[t.ref[i]];
+      return (!t.arg.empty() && t.arg[i] == 0 ? "wait " : "") + c.op + " #" + std::to_string(c.seq);
+    }
   }
   return {};
 }
@@ -95,7 +83,7 @@ void draw_ruler(ImDrawList* dl, const Timeline& tl, const ViewWindow& w, ImVec2 
   for (int64_t t = first; t < w.t1; t += step) {
     float x = origin.x + w.x_of(t);
     dl->AddLine(ImVec2(x, origin.y + kRulerHeight - 6), ImVec2(x, origin.y + kRulerHeight), IM_COL32(200, 200, 200, 255));
-    std::string label = format_duration(t - tl.start_ts);
+    std::string label = t < tl.start_ts ? "-" + format_duration(tl.start_ts - t) : format_duration(t - tl.start_ts);
     dl->AddText(ImVec2(x + 3, origin.y + 3), IM_COL32(210, 210, 210, 255), label.c_str());
   }
 }
@@ -159,6 +147,7 @@ void draw_timeline_window(App& app, float height) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImVec2 top_left = ImGui::GetCursorScreenPos();
   const float x0 = top_left.x + kLabelWidth;
+  doc.view.origin_px = static_cast<int>(std::floor(x0));  // where the next frame's row pixels start
   const float bottom = top_left.y + height;
   const ImVec2 mouse = io.MousePos;
   const bool over_canvas = ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && mouse.x >= x0 &&
@@ -169,7 +158,7 @@ void draw_timeline_window(App& app, float height) {
   dl->AddText(ImVec2(top_left.x + 4, top_left.y + 4), IM_COL32(200, 200, 200, 255), "time since start");
   draw_ruler(dl, *tl, w, ImVec2(x0, top_left.y));
   const float mem_y = top_left.y + kRulerHeight + 2;
-  dl->AddText(ImVec2(top_left.x + 4, mem_y + 4), col(palette::kMemory), "memory (live bytes)");
+  dl->AddText(ImVec2(top_left.x + 4, mem_y + 4), col(palette::kMemory), tl->ranks.empty() ? "memory (live bytes)" : "memory (fullest rank)");
   if (tl->memory.size() > 0) {
     std::string peak = "peak " + format_bytes(tl->memory.max_value);
     dl->AddText(ImVec2(top_left.x + 4, mem_y + 20), IM_COL32(180, 180, 180, 255), peak.c_str());
@@ -191,52 +180,87 @@ void draw_timeline_window(App& app, float height) {
   EventRef hovered;
   uint32_t hovered_count = 0;
   const EventRef sel = doc.selected;
+  std::vector<std::pair<float, int>> rows;  // visible tracks: top, and row in the frame's pixels
+  int group = -1, toggle = -1;
+  const bool lanes_hovered = ImGui::IsWindowHovered();
   for (size_t l = 0; l < tl->lanes.size(); ++l) {
     const Lane& lane = tl->lanes[l];
+    if (lane.group >= 0 && lane.group != group) {
+      // A job's rank: its header row, then (unless collapsed) its lanes.
+      group = lane.group;
+      const RankGroup& g = tl->ranks[static_cast<size_t>(group)];
+      const bool closed = doc.collapsed(group);
+      const float gy = y;
+      y += kRankHeader;
+      if (gy <= clip_bottom && y >= clip_top) {
+        ldl->AddRectFilled(ImVec2(top_left.x, gy), ImVec2(x0 + w.width_px, y), col(palette::kRankGroup));
+        split.SetCurrentChannel(ldl, 1);
+        const float cx = top_left.x + 9, cy = gy + kRankHeader / 2;
+        if (closed) ldl->AddTriangleFilled(ImVec2(cx - 3, cy - 5), ImVec2(cx + 4, cy), ImVec2(cx - 3, cy + 5), col(palette::kRankGroupLabel));
+        else ldl->AddTriangleFilled(ImVec2(cx - 5, cy - 3), ImVec2(cx + 5, cy - 3), ImVec2(cx, cy + 4), col(palette::kRankGroupLabel));
+        ldl->AddText(ImVec2(top_left.x + 18, gy + 3), col(palette::kRankGroupLabel), g.label().c_str());
+        std::string about = (g.host.empty() ? std::string("host ?") : g.host) + " / pid " + std::to_string(g.pid) + "   clock " +
+                            signed_duration(g.clock_offset_ns) + " to rank 0 (+-" + format_duration(g.clock_error_ns) + ")   " + g.store;
+        if (closed) about += "   (" + std::to_string(g.lane_count) + (g.lane_count == 1 ? " lane" : " lanes") + " collapsed)";
+        ldl->AddText(ImVec2(x0 + 4, gy + 3), IM_COL32(200, 205, 215, 255), about.c_str());
+        split.SetCurrentChannel(ldl, 0);
+        if (lanes_hovered && ImGui::IsMouseClicked(0) && mouse.x >= top_left.x && mouse.x < x0 && mouse.y >= gy && mouse.y < y) toggle = group;
+      }
+    }
+    if (doc.collapsed(lane.group)) continue;
+    const float indent = lane.group >= 0 ? 10 : 0;
     ldl->AddRectFilled(ImVec2(top_left.x, y), ImVec2(x0 + w.width_px, y + kLaneHeader), col(palette::kLaneHeader));
     split.SetCurrentChannel(ldl, 1);
-    ldl->AddText(ImVec2(top_left.x + 4, y + 2), IM_COL32(235, 235, 235, 255), lane.name.c_str());
+    ldl->AddText(ImVec2(top_left.x + 4 + indent, y + 2), IM_COL32(235, 235, 235, 255), lane.name.c_str());
     split.SetCurrentChannel(ldl, 0);
     y += kLaneHeader;
     for (size_t k = 0; k < lane.tracks.size(); ++k) {
       const Track& t = lane.tracks[k];
+      if (t.domain >= 0 && (k == 0 || lane.tracks[k - 1].domain != t.domain)) {
+        // An NVTX domain's tracks start with its label row.
+        const float gy = y;
+        y += kGroupHeader;
+        if (gy <= clip_bottom && y >= clip_top) {
+          ldl->AddRectFilled(ImVec2(top_left.x, gy), ImVec2(x0 + w.width_px, y), col(palette::kNvtxGroup));
+          split.SetCurrentChannel(ldl, 1);
+          const std::string label = tl->nvtx_domains[static_cast<size_t>(t.domain)].label();
+          ldl->AddText(ImVec2(top_left.x + 8, gy + 1), col(palette::kNvtxGroupLabel), label.c_str());
+          split.SetCurrentChannel(ldl, 0);
+        }
+      }
       const float ty = y;
       y += kTrackHeight;
       if (ty > clip_bottom || y < clip_top) continue;
       split.SetCurrentChannel(ldl, 1);
-      ldl->AddText(ImVec2(top_left.x + 12, ty + 1), IM_COL32(170, 170, 170, 255), t.name.c_str());
+      ldl->AddText(ImVec2(top_left.x + 12 + indent, ty + 1), IM_COL32(170, 170, 170, 255), t.name.c_str());
       ldl->PushClipRect(ImVec2(x0, ty), ImVec2(x0 + w.width_px, ty + kTrackHeight), true);
       split.SetCurrentChannel(ldl, 0);
-      const bool marker = t.kind == TrackKind::kEvaluations || t.kind == TrackKind::kInstants;
+      const bool diamond = t.kind == TrackKind::kNvtxMarks;
+      const bool marker = t.kind == TrackKind::kEvaluations || t.kind == TrackKind::kInstants || diamond;
       const bool mouse_here = over_canvas && mouse.y >= ty && mouse.y < ty + kTrackHeight;
-      ldl->PushClipRect(ImVec2(x0, ty), ImVec2(x0 + w.width_px, ty + kTrackHeight), true);
-      // Merged items that touch are filled as one rectangle (darker, in the
-      // colour of the run's first event): a dense stretch costs one quad, not
-      // one per pixel column.
-      float run_a = 0, run_b = -1;
-      ImU32 run_colour = 0;
-      auto flush = [&] {
-        if (run_b > run_a) ldl->AddRectFilled(ImVec2(run_a, ty + 1), ImVec2(run_b, ty + kTrackHeight - 1), run_colour);
-        run_b = -1;
-      };
+      // The row's fills are one textured quad (drawn after the lanes, below);
+      // here: markers, hatching and labels over it, and what the mouse is on.
+      rows.push_back({ty, p.row_of[l][k]});
       for (const DrawItem& it : p.tracks[l][k].items) {
         float a = x0 + it.x0, b = x0 + it.x1;
-        palette::Rgb c = item_colour(*tl, t, it.first);
-        if (it.count > 1) {
-          if (run_b >= 0 && a <= run_b + 1) {
-            run_b = std::max(run_b, b);
-          } else {
-            flush();
-            run_a = a, run_b = b, run_colour = col(c, 0.75f);
-          }
-        } else {
-          flush();
-          ldl->AddRectFilled(ImVec2(a, ty + 1), ImVec2(b, ty + kTrackHeight - 1), col(c));
-        }
-        if (marker || (b - a > 40 && it.count == 1)) {
+        const bool cut = it.count == 1 && t.is_cut(it.first);
+        if (marker || cut || (b - a > 40 && it.count == 1)) {
+          const palette::Rgb c = event_colour(*tl, t, it.first);
           split.SetCurrentChannel(ldl, 1);
-          if (marker) {  // a triangle so that a short event still shows
+          if (diamond) {  // an NVTX mark: a diamond across the track
+            const float cx = a + 0.5f, cy = ty + kTrackHeight / 2;
+            ldl->AddQuadFilled(ImVec2(cx, ty + 1), ImVec2(cx + 5, cy), ImVec2(cx, ty + kTrackHeight - 1), ImVec2(cx - 5, cy), col(c));
+          } else if (marker) {  // a triangle so that a short event still shows
             ldl->AddTriangleFilled(ImVec2(a - 4, ty + 1), ImVec2(a + 5, ty + 1), ImVec2(a + 0.5f, ty + 8), col(c));
+          }
+          if (cut) {
+            // Hatched: the range was still open when its thread or process ended.
+            const float ha = std::max(a, x0), hb = std::min(b, x0 + w.width_px);
+            ldl->PushClipRect(ImVec2(ha, ty + 1), ImVec2(hb, ty + kTrackHeight - 1), true);
+            for (float hx = ha - kTrackHeight; hx < hb; hx += 7) {
+              ldl->AddLine(ImVec2(hx, ty + kTrackHeight - 1), ImVec2(hx + kTrackHeight - 2, ty + 1), col(palette::kCutHatch), 1.5f);
+            }
+            ldl->PopClipRect();
           }
           if (b - a > 40 && it.count == 1) {
             std::string label = item_label(*tl, t, it.first);
@@ -251,7 +275,6 @@ void draw_timeline_window(App& app, float height) {
           hovered_count = it.count;
         }
       }
-      flush();
       if (sel.lane == static_cast<int>(l) && sel.track == static_cast<int>(k) && sel.event < t.size()) {
         float a = x0 + w.x_of(std::max(t.ts[sel.event], w.t0 - 1));
         float b = x0 + w.x_of(std::min(t.end[sel.event], w.t1 + 1));
@@ -263,12 +286,43 @@ void draw_timeline_window(App& app, float height) {
           split.SetCurrentChannel(ldl, 0);
         }
       }
-      ldl->PopClipRect();
       split.SetCurrentChannel(ldl, 1);
       ldl->PopClipRect();
       split.SetCurrentChannel(ldl, 0);
     }
     y += 4;
+  }
+  // Every visible row's fills, from the frame's pixels (FrameCache): a row
+  // of a few runs of one colour as flat rectangles on whole pixels, any
+  // other as one quad of the rows' texture, all of those in one draw call.
+  if (!rows.empty()) {
+    const float ox = std::floor(x0), ox1 = ox + static_cast<float>(p.columns);
+    ldl->PushClipRect(ImVec2(x0, clip_top), ImVec2(x0 + w.width_px, clip_bottom), true);
+    size_t textured = 0;
+    for (const auto& [ty, row] : rows) {
+      if (!p.flat[static_cast<size_t>(row)]) {
+        ++textured;
+        continue;
+      }
+      for (const PixelRun& r : p.runs[static_cast<size_t>(row)]) {
+        ldl->AddRectFilled(ImVec2(ox + static_cast<float>(r.x0), ty + 1), ImVec2(ox + static_cast<float>(r.x1), ty + kTrackHeight - 1),
+                           col(r.colour));
+      }
+    }
+    if (textured > 0) {
+      void* texture = app.row_texture_.update(p);
+      const float u1 = app.row_texture_.u_end(p);
+      opaque_textured(ldl);
+      ldl->PushTextureID(texture);
+      ldl->PrimReserve(6 * static_cast<int>(textured), 4 * static_cast<int>(textured));
+      for (const auto& [ty, row] : rows) {
+        if (p.flat[static_cast<size_t>(row)]) continue;
+        const float v = app.row_texture_.v_of(row);
+        ldl->PrimRectUV(ImVec2(ox, ty + 1), ImVec2(ox1, ty + kTrackHeight - 1), ImVec2(0, v), ImVec2(u1, v), IM_COL32_WHITE);
+      }
+      ldl->PopTextureID();
+    }
+    ldl->PopClipRect();
   }
   end_opaque(ldl);
   split.SetCurrentChannel(ldl, 1);
@@ -284,6 +338,7 @@ void draw_timeline_window(App& app, float height) {
   split.Merge(ldl);
   ImGui::Dummy(ImVec2(kLabelWidth + w.width_px, y - y_start));
   ImGui::EndChild();
+  if (toggle >= 0) doc.set_collapsed(toggle, !doc.collapsed(toggle));  // after drawing: the next frame's rows follow
 
   // Mouse: wheel zooms around the cursor, left drag pans, right drag selects
   // a time range and zooms to it, a click selects the event under the cursor.
@@ -302,7 +357,11 @@ void draw_timeline_window(App& app, float height) {
   }
   if (g_ui.selecting) {
     float a = std::min(g_ui.select_x0, mouse.x), b = std::max(g_ui.select_x0, mouse.x);
-    dl->AddRectFilled(ImVec2(a, top_left.y), ImVec2(b, bottom), IM_COL32(255, 255, 255, 40));
+    // Over the lanes (their rows are opaque), within the timeline.
+    ImDrawList* fg = ImGui::GetForegroundDrawList();
+    fg->PushClipRect(ImVec2(x0, top_left.y), ImVec2(x0 + w.width_px, bottom), true);
+    fg->AddRectFilled(ImVec2(a, top_left.y), ImVec2(b, bottom), IM_COL32(255, 255, 255, 40));
+    fg->PopClipRect();
     if (!ImGui::IsMouseDown(1)) {
       g_ui.selecting = false;
       if (b - a > 3) {

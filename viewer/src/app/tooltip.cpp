@@ -84,6 +84,27 @@ void draw_event_tooltip(const Document& doc, EventRef e, uint32_t merged_count) 
       }
       break;
     }
+    case TrackKind::kCollectives: {
+      const Collective& c = tl->collectives[t->ref[i]];
+      ImGui::TextColored(ImColor(palette::kCollective.r, palette::kCollective.g, palette::kCollective.b).Value, "Collective %s, #%lld",
+                         c.op.c_str(), static_cast<long long>(c.seq));
+      ImGui::Text("%lld bytes in %lld tensors, step %lld, called at %s", static_cast<long long>(c.bytes), static_cast<long long>(c.tensors),
+                  static_cast<long long>(c.step), call_site(*tl, c.loc_id).c_str());
+      ImGui::Text("took %s from this rank's arrival", format_duration(c.dur).c_str());
+      if (c.ranks_seen > 1) {
+        if (c.wait > 0) {
+          ImGui::TextColored(ImColor(palette::kTooltipWait.r, palette::kTooltipWait.g, palette::kTooltipWait.b).Value,
+                             "waited %s for rank %lld, the last of %d ranks to arrive", format_duration(c.wait).c_str(),
+                             static_cast<long long>(c.last_rank), c.ranks_seen);
+        } else {
+          ImGui::Text("arrived last of %d ranks: no wait", c.ranks_seen);
+        }
+        ImGui::Text("transfer %s", format_duration(c.dur - c.wait).c_str());
+      } else {
+        ImGui::TextDisabled("the wait needs the other ranks' stores: open them together (tc-viewer run.rank*.tcdb)");
+      }
+      break;
+    }
     case TrackKind::kInstants:
     case TrackKind::kRanges: {
       const Location* loc = tl->location(t->ref[i]);
@@ -92,6 +113,46 @@ void draw_event_tooltip(const Document& doc, EventRef e, uint32_t merged_count) 
       ImGui::Text("arg %lld", static_cast<long long>(t->arg.empty() ? 0 : t->arg[i]));
       if (loc && !loc->file.empty()) {
         ImGui::Text("at %s:%lld in %s", loc->file.c_str(), static_cast<long long>(loc->line), loc->function.c_str());
+      }
+      break;
+    }
+    case TrackKind::kNvtxMarks:
+    case TrackKind::kNvtxRanges:
+    case TrackKind::kNvtxStartEnd: {
+      const Lane& lane = tl->lanes[static_cast<size_t>(e.lane)];
+      const NvtxStartEnd* se = t->kind == TrackKind::kNvtxStartEnd ? &tl->nvtx_start_ends[t->ref[i]] : nullptr;
+      const int64_t loc_id = se ? se->loc_id : t->ref[i];
+      const Location* loc = tl->location(loc_id);
+      const NvtxSite* site = tl->nvtx_site(loc_id);
+      palette::Rgb c = site_colour(*tl, loc_id);
+      ImGui::TextColored(ImColor(c.r, c.g, c.b).Value, "%s", loc ? loc->name.c_str() : "?");
+      const char* what = t->kind == TrackKind::kNvtxMarks ? "mark" : se ? "start/end range" : "range";
+      ImGui::Text("NVTX %s, domain %s", what, site ? tl->nvtx_domains[static_cast<size_t>(site->domain)].label().c_str() : "?");
+      if (site && site->category) {
+        if (!site->category_name.empty()) ImGui::Text("category %s (%lld)", site->category_name.c_str(), static_cast<long long>(*site->category));
+        else ImGui::Text("category %lld", static_cast<long long>(*site->category));
+      }
+      const int64_t utid = se ? se->utid : lane.utid;
+      const std::optional<double> real = tl->nvtx_real_payload(utid, loc_id, t->ts[i]);
+      const int64_t payload = se ? se->payload : t->arg.empty() ? 0 : t->arg[i];
+      if (real) ImGui::Text("payload %g", *real);
+      else ImGui::Text("payload %lld", static_cast<long long>(payload));
+      if (t->kind == TrackKind::kNvtxRanges) ImGui::Text("depth %d in its domain on this thread", t->depth);
+      if (t->is_cut(i)) {
+        ImGui::TextColored(ImColor(palette::kTooltipCut.r, palette::kTooltipCut.g, palette::kTooltipCut.b).Value, "cut: never ended (its thread or process ended first); %s to the %s's end",
+                           format_duration(dur).c_str(), lane.process_end > 0 ? "process" : "run");
+      } else if (t->kind != TrackKind::kNvtxMarks) {
+        ImGui::Text("took %s", format_duration(dur).c_str());
+      }
+      if (se) {
+        ImGui::Text("range id %lld", static_cast<long long>(se->range_id));
+        if (!se->cut && se->end_utid != se->utid) {
+          std::string ended = "thread utid " + std::to_string(se->end_utid);
+          for (const Lane& other : tl->lanes) {
+            if (other.utid == se->end_utid) ended = other.name;
+          }
+          ImGui::Text("ended on %s", ended.c_str());
+        }
       }
       break;
     }

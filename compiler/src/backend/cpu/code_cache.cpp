@@ -27,9 +27,11 @@
 #include <cstring>
 #include <fstream>
 
+#include "../../collective.h"
 #include "../../events.h"
 #include "../../random.h"
 #include "cpu.h"
+#include "pool.h"
 #include "sha256.h"
 #include "tc/error.h"
 
@@ -87,7 +89,7 @@ std::string cxx() {
 // The flags and everything else the built code depends on besides its source.
 const std::string& build_flags() {
   static const std::string flags =
-      "-std=c++17 -O2 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared -fopenmp";
+      "-std=c++17 -O2 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared";
   return flags;
 }
 
@@ -402,6 +404,15 @@ Built build_and_load(const std::string& source, int64_t graph_id, int parts) {
   }
   b.fn = reinterpret_cast<RunFn>(::dlsym(handle, "tc_run"));
   if (!b.fn) throw Error("tc: " + so + " has no tc_run (source at " + b.source_path + ")");
+  // Its loops run on the process's pool (pool.h).
+  using SetPool = int (*)(const tc_pool_api*);
+  auto set_pool = reinterpret_cast<SetPool>(::dlsym(handle, "tc_set_pool"));
+  if (!set_pool || set_pool(pool_api()) != 0)
+    throw Error("tc: " + so + " does not take tc's thread pool (source at " + b.source_path + ")");
+  // A graph with collectives calls back into the runtime (collective.h).
+  using SetHost = int (*)(const tc_host_api*);
+  if (auto set_host = reinterpret_cast<SetHost>(::dlsym(handle, "tc_set_host")); set_host && set_host(host_api()) != 0)
+    throw Error("tc: " + so + " does not take tc's collectives (source at " + b.source_path + ")");
   return b;
 }
 }  // namespace tc::detail::cpu

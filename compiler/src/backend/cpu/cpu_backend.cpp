@@ -56,10 +56,10 @@ class BlockCache {
 
 std::size_t block_size(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64; }
 
-// One thread pool: generated code splits matrix products over its OpenMP
-// team, so BLAS runs single-threaded inside them. Two pools (OpenMP's
-// spinning workers and OpenBLAS's) on a 2-core machine took the cores from
-// each other (MLP step 3.9 ms vs 2.6 ms with one pool).
+// One thread pool: generated code splits matrix products over tc's pool
+// (pool.h), so BLAS runs single-threaded inside them. Two pools (then
+// OpenMP's spinning workers and OpenBLAS's) on a 2-core machine took the
+// cores from each other (MLP step 3.9 ms vs 2.6 ms with one pool).
 struct BlasThreads {
   using Set = void (*)(int);
   using Get = int (*)();

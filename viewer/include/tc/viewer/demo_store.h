@@ -1,8 +1,13 @@
 // tc/viewer/demo_store.h: writes a synthetic store that has something on every
 // lane: steps, compilations ('first', 'shape_change' with the changed input,
 // 'structure_change'), executions, explicit evaluations at two call sites,
-// nested user ranges on several threads, instants, the memory counters and one
-// out-of-memory point. Tests, the benchmark and the docs' screenshots use it.
+// nested user ranges on several threads, instants, the memory counters, one
+// out-of-memory point, and NVTX (schema v3) as a program that calls NVTX
+// itself leaves it: nested push/pop ranges with and without colours in the
+// default domain on the main thread and in domain "data" on the first loader,
+// marks (one with a real payload), named categories, start/end ranges that
+// the loader ends, and ranges cut by the process's end. Tests, the benchmark
+// and the docs' screenshots use it.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,11 @@ struct DemoStoreOptions {
   int steps = 40;
   int64_t step_ns = 50'000'000;  // 50 ms per step
   bool out_of_memory = true;
+  // rank >= 0: one rank of a data-parallel job of world_size ranks (a ranks
+  // row, job "demo-job"; a collective at the end of every step on the main
+  // thread, rank r arriving r * 100 us after rank 0), its clock
+  // clock_offset_ns behind rank 0's (its times are rank 0's minus that).
+  int64_t rank = -1, world_size = 1, clock_offset_ns = 0;
 };
 
 // Writes the store at path (replacing it). Returns the number of events written.

@@ -7,7 +7,9 @@
 //   build_draw_list(track, {t0, t1, 1600}, &list);   // before drawing
 //   for (const DrawItem& it : list.items) draw(it.x0, it.x1, it.count);
 //
-// Cost: O(items * log(events)) per track, by binary search on the sorted arrays.
+// Cost: one search per item on the sorted arrays, started where the previous
+// item's count says the next column starts (a step or two where events are
+// about evenly spread, O(log events) at worst).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,45 @@ void build_draw_list(const Track& track, const ViewWindow& view, DrawList* out);
 
 // Index range [first, last) of the events of track that may be visible.
 void visible_range(const Track& track, int64_t t0, int64_t t1, size_t* first, size_t* last);
+
+// A track's row as pixels. The timeline fills a track's items as flat
+// rectangles (level of detail above: one item per pixel column at most);
+// row_rects gives those rectangles in drawing order, in screen pixels
+// (origin_x: the canvas' left edge), merging what draws as one:
+//   - items of several events (count > 1) that touch, or leave at most one
+//     pixel between them, fill one rectangle, in their first event's colour
+//     made darker (palette::merged): a dense stretch is one rectangle;
+//   - single events of one colour that touch or overlap fill one rectangle.
+// Every item lies inside the rectangle that fills it, and a rectangle covers
+// nothing but its items and the at most one-pixel gaps between merged ones.
+// rasterize_row then gives each pixel column the colour that filling the
+// rectangles in order leaves at its centre, so that the row, however many
+// items it has, is drawn as one textured quad (or, with pixel_runs, a few
+// flat rectangles on whole pixels).
+struct RowRect {
+  float x0 = 0, x1 = 0;  // screen pixels, x0 < x1
+  palette::Rgb colour{};
+  uint32_t first_item = 0, items = 0;  // the draw list's items it fills: [first_item, first_item + items)
+};
+void row_rects(const Timeline& tl, const Track& track, const DrawList& list, float origin_x, std::vector<RowRect>* out);
+
+// Pixel columns [origin_px, origin_px + columns) of a row, as RGBA bytes (4
+// per column, alpha 255): a column takes the colour of the last rectangle
+// whose [x0, x1) holds the column's centre (x + 0.5), at the 1/256-pixel
+// precision a rasterizer snaps vertices to; a column no rectangle covers
+// takes `empty`.
+void rasterize_row(const std::vector<RowRect>& rects, int origin_px, int columns, palette::Rgb empty, uint8_t* rgba);
+
+// Columns [x0, x1) of a row in one colour.
+struct PixelRun {
+  int x0 = 0, x1 = 0;
+  palette::Rgb colour{};
+};
+// A row's pixels (rasterize_row's) as runs of one colour, leaving out the
+// `empty` ones: a row of few runs is drawn as that many flat rectangles,
+// cheaper per pixel than a textured quad. false, with *out empty, when it
+// has more than max_runs.
+bool pixel_runs(const uint8_t* rgba, int columns, palette::Rgb empty, size_t max_runs, std::vector<PixelRun>* out);
 
 // One column of the memory plot: min and max of the samples that fall in it,
 // and the value carried in from before (the counter holds its value until the

@@ -9,20 +9,33 @@
 // A Lane is one thread (its process named in the lane); its Tracks are the rows
 // drawn for it: steps, compilations, executions, explicit evaluations, instants
 // one track of kernels (nested under the executions: each timed kernel run)
-// and one track per nesting depth of user ranges. Events of one track are sorted
-// by ts; the level-of-detail builder (lod.h) binary-searches them.
+// and one track per nesting depth of user ranges. Then, for a store with NVTX
+// (schema v3), one group of tracks per NVTX domain the thread used (default
+// domain first, then by name; Track::domain says which): its marks, its
+// push/pop ranges by nesting depth within the domain, and its start/end ranges
+// (those started on this thread) in as few rows as keep them apart. Events of
+// one track are sorted by ts; the level-of-detail builder (lod.h)
+// binary-searches them.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tc/store/reader.h"
 #include "tc/store/status.h"
+#include "tc/viewer/palette.h"
 
 namespace tc::viewer {
 
-enum class TrackKind : uint8_t { kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels };
+enum class TrackKind : uint8_t {
+  kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels,
+  kNvtxMarks,     // NVTX marks (instants rows of an NVTX site); ref = loc_id, arg = payload
+  kNvtxRanges,    // NVTX push/pop ranges (ranges rows of an NVTX site); ref = loc_id, arg = payload
+  kNvtxStartEnd,  // NVTX start/end ranges; ref indexes Timeline::nvtx_start_ends
+  kCollectives,   // tc::dist collectives; ref indexes Timeline::collectives; depth 0: the transfers (arg 1), 1: the waits (arg 0)
+};
 const char* track_kind_name(TrackKind kind);
 
 // Why a graph was compiled (compilations.reason); picks its colour.
@@ -49,6 +62,7 @@ struct Compilation {
   CompileReason reason = CompileReason::kOther;
   std::string reason_text, trigger, cache, diff;
   std::vector<InputChange> inputs;  // for shape_change: what changed
+  int64_t rank = -1;                // a job's rank that compiled it (-1: not a job)
 };
 
 struct Execution {
@@ -59,6 +73,7 @@ struct Execution {
 struct Evaluation {  // explicit_evaluations
   int64_t id = 0, utid = 0, ts = 0, dur = 0, step = 0, loc_id = 0, nodes = 0, graph_id = 0;
   std::string kind;
+  int64_t rank = -1;  // a job's rank (-1: not a job)
 };
 
 // A kernel of a compiled graph (or an op of the eager executor, graph 0).
@@ -74,6 +89,42 @@ struct KernelRun {
   uint32_t kernel = 0;
 };
 
+// An NVTX domain as the timeline labels it.
+struct NvtxDomain {
+  std::string name;  // "" for NVTX's default domain
+  bool is_default = false;
+  std::string label() const { return is_default ? "NVTX" : name; }
+};
+
+// An NVTX site (nvtx_sites): what its ranges and marks share.
+struct NvtxSite {
+  int domain = 0;                  // index into Timeline::nvtx_domains
+  std::optional<int64_t> category;
+  std::string category_name;       // nvtx_categories' name (the site's process first); "" when unnamed
+  std::optional<uint32_t> color;   // 0xAARRGGBB, when the program gave one
+};
+
+// An NVTX start/end range (nvtx_range_starts and its nvtx_range_ends row):
+// on the lane of the thread that started it, wherever it ended.
+struct NvtxStartEnd {
+  int64_t ts = 0, end = 0, range_id = 0, loc_id = 0, payload = 0;
+  int64_t utid = 0, end_utid = 0;  // started on, ended on (end_utid = utid when cut)
+  bool cut = false;                // never ended: end is its process's end (else the run's)
+};
+
+// A data-parallel collective (the collectives table): ts is when this rank
+// arrived. Its thread's rows draw [ts, ts + wait) as waiting for the last
+// rank and the rest as the transfer (wait 0 when no other rank's store is
+// loaded; see settle_collectives in job_timeline.h).
+struct Collective {
+  int64_t ts = 0, dur = 0, step = 0, seq = 0, bytes = 0, tensors = 0, loc_id = 0, utid = 0;
+  std::string op;
+  int64_t rank = -1;       // the rank that called it (-1: unknown)
+  int64_t wait = 0;        // ns until the last rank arrived (0 for the last, or with no other rank loaded)
+  int64_t last_rank = -1;  // the rank that arrived last (-1: no other rank loaded)
+  int ranks_seen = 1;      // ranks loaded that took part (same seq)
+};
+
 struct OutOfMemory {
   int64_t ts = 0, step = 0, requested_bytes = 0, live_bytes = 0, capacity_bytes = 0;
 };
@@ -86,7 +137,8 @@ struct OutOfMemory {
 // of ranges and instants (empty for the other kinds).
 struct Track {
   TrackKind kind = TrackKind::kRanges;
-  int depth = 0;            // for kRanges: the nesting depth
+  int depth = 0;            // for kRanges: the nesting depth; kNvtxRanges: the depth within its domain on the thread
+  int domain = -1;          // NVTX tracks: index into Timeline::nvtx_domains; -1 for tc's own
   std::string name;
   std::vector<int64_t> ts, end;
   std::vector<uint32_t> ref;
@@ -94,11 +146,18 @@ struct Track {
   // max_end[i] = max(end[0..i]); empty when end is already sorted (events of
   // one track do not overlap), which is the common case.
   std::vector<int64_t> max_end;
+  // NVTX ranges: cut[i] is 1 for a range still open when its thread or
+  // process ended (dur -1 in the store), drawn to its process's end (else the
+  // run's). Empty when no range of the track is cut.
+  std::vector<uint8_t> cut;
   size_t size() const { return ts.size(); }
+  bool is_cut(size_t i) const { return i < cut.size() && cut[i]; }
 };
 
 struct Lane {
   int64_t upid = 0, utid = 0, pid = 0, tid = 0;
+  int group = -1;           // index into Timeline::ranks; -1 when the timeline is not a job's
+  int64_t process_end = 0;  // processes.end_ts; 0 when unknown
   std::string name;  // "process 1234 / thread main (5678)"
   std::vector<Track> tracks;
 };
@@ -122,8 +181,21 @@ struct CounterSeries {
   void min_max(size_t first, size_t last, double* lo, double* hi) const;
 };
 
+// One rank of a job (tc/viewer/job_timeline.h): its lanes are
+// Timeline::lanes[first_lane, first_lane + lane_count), drawn as one group.
+struct RankGroup {
+  int64_t rank = -1;        // -1: the lanes of a store's processes that are no rank
+  int64_t pid = 0;          // its process (0: unknown)
+  std::string host, store;  // store: the path it was read from
+  int64_t clock_offset_ns = 0, clock_error_ns = 0;  // added to its store's ts
+  size_t first_lane = 0, lane_count = 0;
+  std::string label() const { return rank < 0 ? "other processes" : "rank " + std::to_string(rank); }
+};
+
 struct Timeline {
   std::string path;
+  std::vector<std::string> paths;    // the stores it was read from (one, or a job's)
+  uint64_t load_id = 0;              // unique per load_timeline call in this process: tells two loads apart
   int64_t start_ts = 0, end_ts = 0;  // what the view shows when zoomed out
   std::vector<Location> locations;   // by loc_id (empty entries for unknown ids)
   std::vector<Lane> lanes;
@@ -138,11 +210,43 @@ struct Timeline {
   std::vector<OutOfMemory> out_of_memory;
   int64_t event_count = 0;                 // events on all tracks
   bool ranges_loaded = true;               // false for a LoadOptions::ranges = false load
+  // NVTX (empty for a store older than v3, or a run without NVTX).
+  std::vector<NvtxDomain> nvtx_domains;    // the default domain first, then by name
+  std::vector<NvtxSite> nvtx_sites;
+  std::vector<int32_t> nvtx_site_of;       // by loc_id: index into nvtx_sites, -1 for tc's own sites
+  std::vector<NvtxStartEnd> nvtx_start_ends;  // sorted by ts; kNvtxStartEnd tracks' ref indexes it
+  std::vector<Collective> collectives;        // sorted by ts; kCollectives tracks' ref indexes it
+  // A job's ranks (ascending), each a group of lanes; empty for one store of
+  // at most one rank. Times are then on rank 0's clock.
+  std::vector<RankGroup> ranks;
+  std::string job;                            // the launcher's job id, "" when unknown
+  int64_t world_size = 0;                     // as the stores record it (may exceed ranks.size())
+  struct RealPayload {
+    int64_t utid = 0, loc_id = 0, ts = 0;
+    double value = 0;
+  };
+  std::vector<RealPayload> nvtx_real_payloads;  // sorted by (utid, loc_id, ts)
 
   const Location* location(int64_t loc_id) const {
     return loc_id >= 0 && static_cast<size_t>(loc_id) < locations.size() ? &locations[loc_id] : nullptr;
   }
+  // The NVTX site of loc_id, or nullptr for one of tc's own.
+  const NvtxSite* nvtx_site(int64_t loc_id) const {
+    if (loc_id < 0 || static_cast<size_t>(loc_id) >= nvtx_site_of.size() || nvtx_site_of[loc_id] < 0) return nullptr;
+    return &nvtx_sites[static_cast<size_t>(nvtx_site_of[loc_id])];
+  }
+  // The floating-point payload of the NVTX event of (utid, loc_id, ts), if it has one.
+  std::optional<double> nvtx_real_payload(int64_t utid, int64_t loc_id, int64_t ts) const;
 };
+
+// A range's (or mark's) colour: its NVTX colour when the program gave one,
+// else the palette's colour of its site.
+palette::Rgb site_colour(const Timeline& tl, int64_t loc_id);
+
+// The colour event i of track t is drawn in: a step's (alternating), a
+// compilation's reason, an execution's, an explicit evaluation's, a kernel
+// run's source line, a range's site (or its NVTX colour).
+palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i);
 
 struct LoadOptions {
   // Threads that read the ranges table in parallel, each with its own Reader
@@ -183,6 +287,9 @@ std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by);
 StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions& options = {});
 // Reader::open then load_timeline.
 StatusOr<Timeline> load_timeline(const std::string& path, const LoadOptions& options = {});
+
+// A fresh Timeline::load_id.
+uint64_t new_load_id();
 
 // "file.py:42" style call site of a location, or "?".
 std::string call_site(const Timeline& tl, int64_t loc_id);

@@ -20,6 +20,20 @@ struct ExportStats {
 // Times are microseconds since the run started. The output is valid JSON
 // whatever bytes the store's names hold (invalid UTF-8 becomes U+FFFD).
 //
+// NVTX (schema v3; docs/export.md has the exact shapes). Every NVTX event has
+// "cat" "nvtx" (default domain) or "nvtx:DOMAIN", "name" the message, and args
+// {"domain" (null for the default), "category" (its nvtx_categories name,
+// else the number, else null), "payload" (the real one when recorded, else
+// the integer), "color" ("#RRGGBB" or null)}:
+// - push/pop ranges: "X" on their thread, args also "depth" (ranges.depth)
+//   and "cut": true for one still open at the end (dur = -1), which then
+//   lasts to its process's end_ts, or the run's end when that is unknown;
+// - marks: "i" with "s":"t" on their thread;
+// - start/end ranges: "b" on the starting thread and "e" on the ending one,
+//   "id2":{"local":"0x<range_id>"} (process-scoped), args also "range_id";
+//   a start without an end gets its "e" at the same cut end, args {"cut":true}.
+// Stores of v1 and v2 have none of these; tc's own ranges are "range" events.
+//
 // A regular file at path is replaced only when the export is complete (it is
 // written beside, as .NAME.tc-tmp-PID, and renamed), so a failure leaves no
 // partial file; a pipe or device (/dev/stdout) is written in place.

@@ -8,7 +8,7 @@
 
 namespace tc::analysis {
 
-// "41 s", "3.2 s", "12.5 ms", "80 us".
+// "41 s", "3.2 s", "12.5 ms", "80 us", "650 ns" (0 is "0 us").
 std::string format_seconds(double s);
 // "512 B", "4.1 GiB" (binary units).
 std::string format_bytes(double bytes);

@@ -25,7 +25,12 @@ struct KernelRow {
   // kSite: the source line, "train.cpp:88" (a kernel's time counts for the
   // first of its sites: the line most of its ops came from).
   std::string name;
-  std::string kind;                 // kKernel: elementwise, reduce, matmul, scatter; kSite: ""
+  // kKernel: elementwise, reduce, matmul, scatter, collective; kSite: "", or
+  // "collective" for a line's tc::dist collectives, a row of their own
+  // ("dist_train.cpp:68 (collective)"): their time is mostly the wait for the
+  // other ranks, which `collectives` and distributed.straggler report, so
+  // kernel.hotspot leaves them out.
+  std::string kind;
   int64_t graph_id = 0, kernel = 0;  // kKernel only (graph 0: the eager executor)
   int64_t calls = 0;
   double total_s = 0, share = 0;    // share of the run's execute time

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tc/analysis/ranges.h"
 #include "tc/store/reader.h"
 #include "tc/store/status.h"
 
@@ -25,13 +26,19 @@ const char* severity_name(Severity s);  // "info", "warning", "error"
 // One finding: a problem in the run, its evidence, the fix and its saving.
 struct Finding {
   std::string kind;  // exact strings: recompilation.shape_change, recompilation.structure_change,
+                     // recompilation.limit_reached, recompilation.dynamic_marked (torch.compile),
                      // explicit_evaluation, memory.headroom, memory.oom, compile.amortization,
-                     // kernel.hotspot
+                     // kernel.hotspot; over several ranks' stores also distributed.straggler,
+                     // distributed.desync (tc/analysis/job.h)
   Severity severity = Severity::kInfo;
   std::string title;       // one line: what happened and what it cost
   std::string suggestion;  // the concrete change, with numbers
   double estimated_saving_s = 0;
   std::string evidence_json;  // a JSON object with the numbers behind the finding
+  // What the finding is about, without its numbers ("input_ids dim 1: 12,20"
+  // for a shape change, the call site for an explicit evaluation): two ranks'
+  // findings of one kind and identity are the same finding (tc/analysis/job.h).
+  std::string identity;
   // Where on the timeline (store ns) the viewer jumps when the finding is
   // selected; may be empty.
   std::vector<int64_t> anchors_ts;
@@ -45,10 +52,17 @@ struct RunInfo {
   int64_t start_ts = 0, end_ts = 0;  // end_ts = start_ts when unknown
   double wall_s = 0;
   int64_t event_count = 0, dropped_count = 0;
+  // tc-profile --step-range NAME, and how NVTX was captured ('tc',
+  // 'user: PATH', 'off'); absent when not recorded (and before schema v3).
+  std::optional<std::string> step_range, nvtx;
 };
 
 struct Summary {
-  int64_t steps = 0;                 // mark_step() calls
+  int64_t steps = 0;                 // Report::steps.size()
+  // Where the steps came from: "mark_step" (the steps table), "range" (the
+  // occurrences of the range `step_range`) or "" (no steps).
+  std::string step_source, step_range;
+  double step_p50_s = 0, step_p99_s = 0;  // step durations, nearest rank as in RangeStats
   int64_t compilations = 0;
   int64_t recompilations = 0;        // compilations whose reason is not 'first'
   int64_t explicit_evaluations = 0;
@@ -69,9 +83,27 @@ struct KernelTotal {
   double total_s = 0;
 };
 
+// One training step: a tc::mark_step() call, or one occurrence of the step range.
+struct Step {
+  int64_t index = 0;  // mark_step(): its step column; from a range: 0, 1, 2, ... by ts
+  int64_t utid = 0, ts = 0, dur = 0;
+};
+
 struct Report {
   RunInfo run;
   Summary summary;
+  // The run's steps, sorted by ts: every finding that needs steps reads
+  // these. The steps table's rows; when it has none and a step range is named
+  // (Options::step_range, else run.step_range), that range's outermost
+  // occurrences on each thread (an occurrence inside another of the same name
+  // on its thread is not a step; a cut one is not a step either).
+  std::vector<Step> steps;
+  // Every range and mark of the run, unfiltered (tc/analysis/ranges.h).
+  RangeTable ranges;
+  // One line for each thing the report lacks and what it would take, e.g.
+  // "no training steps: the program does not link tc and no --step-range was
+  // given; ..."; also in to_json()'s "notes".
+  std::vector<std::string> notes;
   std::vector<KernelTotal> kernels;  // largest first; empty without kernel timings
   std::vector<Finding> findings;  // most costly first
   // Distinct names (and other text) of the store that were not valid UTF-8;
@@ -81,9 +113,16 @@ struct Report {
 
 struct Options {
   double memory_safety_margin = 0.10;  // headroom kept free when suggesting a batch size
+  // Take the steps from this range (tc-analyze --step-range) instead of the
+  // one the run recorded (run.step_range); used only when the steps table is empty.
+  std::optional<std::string> step_range;
 };
 
 StatusOr<Report> analyze(const store::Reader& store, const Options& options = {});
+
+// Whether the run recorded nothing a report can show: no steps, ranges,
+// marks, compilations, executions or explicit evaluations (tc-analyze exit 12).
+bool recorded_nothing(const Report& report);
 
 // The report as one JSON object (docs/analyze-json.md), schema "tc-analyze/1".
 // Always valid JSON and UTF-8, whatever bytes the store's names hold.

@@ -55,6 +55,8 @@ struct RunInfo {
   std::string collector;  // "tc-profile" or "in-process"
   std::string tc_version;
   std::string cuda;       // what the CUDA probe found
+  std::string step_range; // tc-profile --step-range NAME ("" when not given)
+  std::string nvtx;       // NVTX capture: "tc", "user: PATH", "off" ("" without tc-profile)
   std::vector<std::pair<std::string, std::string>> env;  // the TC_* variables
   uint64_t start_ts = 0;       // CLOCK_MONOTONIC ns
   uint64_t start_unix_ns = 0;  // wall clock
@@ -79,6 +81,7 @@ struct CollectorStats {
   uint64_t steps = 0;
   uint64_t compilations = 0;
   uint64_t recompilations = 0;   // compilations whose reason is not 'first'
+  uint64_t python_steps = 0;     // optimizer steps marked by tc's Python hook (kStepMark)
   double peak_live_bytes = 0;    // highest memory.live_bytes sample
 };
 
@@ -107,6 +110,16 @@ class Collector {
   // in-process collector could not learn it): finish() writes it to the
   // dropped table with count 0 and marks the run incomplete.
   void note_incomplete(std::string reason);
+  // A torch.compile TORCH_TRACE directory that finish() imports
+  // (tc/collect/import.h) before it finalizes the store; only its logs
+  // written since the run started. What the import skipped is in
+  // framework_imports, never an error of finish().
+  void import_torch_trace(std::string dir);
+  // The directory of the JAX logs tc's Python hook writes (TC_JAX_LOG_DIR),
+  // imported by finish() in the same way (tc/collect/import.h).
+  void import_jax_log(std::string dir);
+  // The PyTorch/XLA log of tc's Python hook and PyTorch/XLA's debug output (TC_XLA_LOG_DIR), imported at finish.
+  void import_xla_log(std::string dir);
 
   CollectorStats stats() const;
 
@@ -115,9 +128,18 @@ class Collector {
   std::unique_ptr<Impl> impl_;
 };
 
+// The NVTX marks of tc's Python start-up hook (python/sitecustomize.py): a
+// mark of this message in NVTX's default domain ends an optimizer step; one of
+// kStepsStartMark opens the first. finish() turns each process's marks into
+// steps rows (framework 'torch'): step k runs from the mark before it to its own.
+inline constexpr const char* kStepMark = "tc.optimizer_step";
+inline constexpr const char* kStepsStartMark = "tc.optimizer_steps_start";
+
 // Converts the recording clock to CLOCK_MONOTONIC ns. For the TSC it is a
 // continuous, strictly increasing piecewise-linear map, recalibrated against
 // CLOCK_MONOTONIC as the run goes (resync()), so per-thread order is kept.
+// The first slope is measured over 10 ms from construction; the first
+// to_ns() or ns_per_tick() before those 10 ms have passed waits for the rest.
 class ClockMap {
  public:
   explicit ClockMap(bool tsc);
@@ -132,15 +154,21 @@ class ClockMap {
     double n0;    // ns
     double slope; // ns per tick
   };
+  void calibrate() const;  // the first segment, from the construction's sample
   bool tsc_;
   uint64_t first_t_ = 0;
   double first_n_ = 0;
-  std::vector<Segment> segments_;
+  mutable std::vector<Segment> segments_;  // empty until calibrate()
 };
 
 // The CUDA probe: one line on what this machine offers ("1 device: NVIDIA
-// H200 (sm_90, 139.8 GiB)", "no device: cudaGetDeviceCount error 35 (...)",
-// or "built without CUDA").
+// H200 (sm_90, 139.8 GiB)", "no device: no NVIDIA driver (none of ...)",
+// "no device: cannot load libcuda.so.1 (...)", "no device: cudaGetDeviceCount
+// error 35 (...)", or "built without CUDA"). Without a driver node
+// (/proc/driver/nvidia/version, /dev/nvidiactl, /dev/dxg) it loads nothing;
+// with one, it loads libcuda.so.1 once, then asks the CUDA runtime.
 std::string cuda_probe();
+// The same with other driver nodes and driver library (tests).
+std::string cuda_probe(std::span<const char* const> driver_nodes, const char* driver_library);
 
 }  // namespace tc::collect

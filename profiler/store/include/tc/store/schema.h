@@ -25,7 +25,13 @@
 namespace tc::store {
 
 // v2: executions.execution_id; graph ids unique in the run.
-inline constexpr int kSchemaVersion = 2;           // PRAGMA user_version
+// v3: NVTX capture (nvtx_sites, nvtx_categories, nvtx_range_starts/ends,
+//     nvtx_real_payloads, nvtx_thread_names); run.step_range, run.nvtx.
+// v4: framework importers (torch.compile): framework_imports; the store
+//     columns of record tables (StoreColumn): steps.framework,
+//     compilations.framework/frame/failure, compilation_inputs.dynamic,
+//     explicit_evaluations.framework/reason.
+inline constexpr int kSchemaVersion = 4;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {
@@ -55,8 +61,24 @@ struct TableDecl {
   int since = 1;  // the schema version that added it; older stores lack it
 };
 
+// A column of a record table that is not a field of its record: the store
+// side fills it. After the record's fields, in this order. The collector
+// writes `tc_value` for a record from tc's rings (tc_text, else tc_int when
+// the column is INTEGER, else NULL); a framework importer writes its own.
+struct StoreColumn {
+  std::string_view table;
+  ColumnDecl column;
+  std::string_view tc_text = {};  // "" with an INTEGER column: tc_int
+  int64_t tc_int = 0;
+  bool tc_null = false;
+};
+
 namespace schema {
+// The store columns of a record table (empty for most).
+std::span<const StoreColumn> store_columns(std::string_view table);
 extern const TableDecl run, strings, locations, processes, threads, ranges, instants, counters, dropped;
+// What each framework importer read, one row per import (v4).
+extern const TableDecl framework_imports;
 // Derived at finalize.
 extern const TableDecl counter_series;
 // Compiler and runtime records, one table per kind of tc/trace/records.h

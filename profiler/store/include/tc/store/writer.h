@@ -44,7 +44,10 @@ class Writer {
  public:
   // Creates a new store at path: schema, user_version, application_id, WAL.
   // kAlreadyExists if path exists and !options.overwrite; kIoError when its
-  // directory is missing, not a directory or not writable.
+  // directory is missing, not a directory or not writable. It syncs nothing
+  // (one transaction, its journal in memory) and neither does the first
+  // commit: what they write is safe from a killed process at once, and from
+  // a power loss once a checkpoint (at the latest finalize()) has synced.
   static StatusOr<std::unique_ptr<Writer>> create(const std::string& path, WriterOptions options = {});
 
   // One row of one table. Bind every column in declaration order, then
@@ -58,7 +61,9 @@ class Writer {
     Row& text(std::string_view value);  // copied
     Row& null();
     // INSERT OR REPLACE. kInvalidArgument if the number of values bound is not
-    // the table's column count (the row is then discarded, not written).
+    // the table's column count (the row is then discarded, not written). A
+    // record table's store columns (schema::store_columns) may be left out,
+    // all or the last of them: they take the value tc's own rows have.
     Status insert();
 
    private:
@@ -74,7 +79,8 @@ class Writer {
   // Ends the current transaction: rows so far are durable and visible to readers.
   Status commit();
   // commit(), build the indexes, fold the WAL into the file and close it: the
-  // result is one self-contained file. Later calls fail. When another program
+  // result is one self-contained file, synced (the WAL and its directory,
+  // then the file: three fdatasync calls in all). Later calls fail. When another program
   // has the store open (the sqlite3 shell, a viewer), the WAL cannot be folded
   // in: the store is closed valid and complete with its -wal file beside it,
   // and that is not an error. kIoError, naming the path, if the store's file

@@ -150,8 +150,8 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   R(Log, 9, logs, "Log lines from the compiler and runtime (TC_DEBUG=1 or tc-profile --debug).",                            \
     "the thread that logged (threads.utid)", TC_TRACE_LOG_FIELDS)                                                           \
   R(RunEnv, 10, run_env,                                                                                                     \
-    "The TC_* environment variables of the run, one row each, and what a process chose where the variable was unset "       \
-    "(TC_DEVICE: the backend its compiled graphs ran on).",                                                                  \
+    "The TC_* environment variables of the run (and the MPI launcher's rank, size and job: OMPI_COMM_WORLD_RANK, ...), "    \
+    "one row each, and what a process chose where the variable was unset (TC_DEVICE: the backend its graphs ran on).",                                                                  \
     "", TC_TRACE_RUN_ENV_FIELDS)                                                                                             \
   R(Kernel, 11, kernels,                                                                                                     \
     "Every kernel of every compiled graph (and each distinct op of the eager executor): what it computes, its cost from "   \
@@ -163,7 +163,83 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   R(Ceilings, 13, ceilings,                                                                                                  \
     "What this machine reaches, measured once per machine and backend by a short calibration: the roofline kernels are "    \
     "put against.",                                                                                                          \
-    "the thread that recorded it (threads.utid)", TC_TRACE_CEILINGS_FIELDS)
+    "the thread that recorded it (threads.utid)", TC_TRACE_CEILINGS_FIELDS)                                              \
+  R(NvtxSite, 14, nvtx_sites,                                                                                                \
+    "NVTX: one row per distinct (message, domain, category, colour) a program used in a range or mark; its ranges and "     \
+    "marks are rows of ranges and instants with this loc_id (and of nvtx_range_starts for start/end ranges).",              \
+    "the thread that first used it (threads.utid)", TC_TRACE_NVTX_SITE_FIELDS)                                              \
+  R(NvtxCategory, 15, nvtx_categories, "NVTX: category names (nvtxNameCategory, nvtxDomainNameCategory).",                 \
+    "the thread that named it (threads.utid)", TC_TRACE_NVTX_CATEGORY_FIELDS)                                               \
+  R(NvtxRangeStart, 16, nvtx_range_starts,                                                                                   \
+    "NVTX start/end ranges (nvtxRangeStart, nvtxDomainRangeStartEx): one row per start; the end, on any thread, is in "     \
+    "nvtx_range_ends with the same process and range_id. A start without an end was cut by the program's end.",            \
+    "the thread that started it (threads.utid)", TC_TRACE_NVTX_RANGE_START_FIELDS)                                          \
+  R(NvtxRangeEnd, 17, nvtx_range_ends, "NVTX start/end ranges: one row per nvtxRangeEnd of a started range.",               \
+    "the thread that ended it (threads.utid)", TC_TRACE_NVTX_RANGE_END_FIELDS)                                              \
+  R(NvtxRealPayload, 18, nvtx_real_payloads,                                                                                 \
+    "NVTX: a floating-point payload of a range or mark (integer payloads are in ranges.arg and instants.arg); it belongs "  \
+    "to the event of the same thread, loc_id and ts.",                                                                      \
+    "the thread (threads.utid)", TC_TRACE_NVTX_REAL_PAYLOAD_FIELDS)                                                         \
+  R(NvtxThreadName, 19, nvtx_thread_names,                                                                                   \
+    "NVTX: nvtxNameOsThread calls, naming a thread by its OS id (threads.tid) in the calling process; a thread that names " \
+    "itself also gets threads.name.",                                                                                        \
+    "the thread that called it (threads.utid)", TC_TRACE_NVTX_THREAD_NAME_FIELDS)                                        \
+  R(Collective, 20, collectives,                                                                                             \
+    "Data-parallel collectives (tc::dist): one row per call on this rank. ts is when this rank arrived, dur includes its " \
+    "wait for the others; seq numbers the calls, equal on every rank for the same collective.",                           \
+    "the thread that called it (threads.utid)", TC_TRACE_COLLECTIVE_FIELDS)                                                 \
+  R(Rank, 21, ranks,                                                                                                         \
+    "The process's place in a data-parallel job (tc::dist::init), one row per process; a world of 1 without a launcher.",  \
+    "the thread that called tc::dist::init (threads.utid)", TC_TRACE_RANK_FIELDS)
+
+#define TC_TRACE_COLLECTIVE_FIELDS(F)                                                                                  \
+  F(Ts, ts, "when this rank entered it")                                                                               \
+  F(Dur, dur, "until it returned: the wait for the last rank plus the transfer")                                      \
+  F(Int, step, "the step during which it ran (steps.step)")                                                            \
+  F(Int, seq, "its number among this rank's collectives, from 1: the same collective has the same seq on every rank") \
+  F(Text, op, "'all_reduce_mean', 'broadcast' or 'barrier'")                                                           \
+  F(Int, bytes, "bytes this rank sent (the packed buffer)")                                                            \
+  F(Int, tensors, "tensors packed into it")                                                                            \
+  F(Loc, loc_id, "the user's call site (locations.id)")
+
+#define TC_TRACE_RANK_FIELDS(F)                                                                                         \
+  F(Int, rank, "this process's rank")                                                                                   \
+  F(Int, world_size, "ranks in the job")                                                                                \
+  F(Text, host, "host name")                                                                                            \
+  F(Text, job, "the launcher's job id (Open MPI's OMPI_MCA_orte_ess_jobid or PMIX_NAMESPACE, SLURM_JOB_ID); NULL if none") \
+  F(Int, clock_offset_ns, "rank 0's CLOCK_MONOTONIC minus this rank's, measured at init (0 on rank 0): add it to this store's ts to line up with rank 0") \
+  F(Int, clock_error_ns, "half the shortest ping-pong round trip of that measurement: the offset's uncertainty")
+
+#define TC_TRACE_NVTX_SITE_FIELDS(F)                                                                                      \
+  F(Loc, loc_id, "the site (locations.id: name = the message, file = 'nvtx', function = the domain)")                    \
+  F(Text, domain, "the NVTX domain (nvtxDomainCreate); NULL for NVTX's default domain")                                  \
+  F(IntOrNull, category, "the category id (nvtx_categories.category); NULL when none was given")                         \
+  F(IntOrNull, color, "the colour as 0xAARRGGBB; NULL when none was given")                                               \
+  F(Text, message_type, "how the message came: 'ascii', 'unicode' (converted to UTF-8), 'registered' or 'none'")
+
+#define TC_TRACE_NVTX_CATEGORY_FIELDS(F)                                         \
+  F(Text, domain, "the domain; NULL for NVTX's default domain")                  \
+  F(Int, category, "the category id")                                           \
+  F(Text, name, "its name")
+
+#define TC_TRACE_NVTX_RANGE_START_FIELDS(F)                                                                     \
+  F(Ts, ts, "when it started")                                                                                  \
+  F(Int, range_id, "the id nvtxRangeStart returned, unique in its process (processes.upid of utid)")            \
+  F(Loc, loc_id, "what the range is (locations.id, nvtx_sites.loc_id)")                                         \
+  F(Int, payload, "its integer payload (0 when none; a floating-point one is in nvtx_real_payloads)")
+
+#define TC_TRACE_NVTX_RANGE_END_FIELDS(F)                                         \
+  F(Ts, ts, "when it ended")                                                      \
+  F(Int, range_id, "the range ended (nvtx_range_starts.range_id, same process)")
+
+#define TC_TRACE_NVTX_REAL_PAYLOAD_FIELDS(F)                               \
+  F(Ts, ts, "the event's ts (ranges.ts, instants.ts or nvtx_range_starts.ts)") \
+  F(Loc, loc_id, "the event's loc_id")                                      \
+  F(Real, value, "the payload")
+
+#define TC_TRACE_NVTX_THREAD_NAME_FIELDS(F)                  \
+  F(Int, tid, "the OS thread id named (threads.tid)")         \
+  F(Text, name, "the name")
 
 #define TC_TRACE_STEP_FIELDS(F)                                                    \
   F(Ts, ts, "when mark_step() was called")                                         \
@@ -179,7 +255,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Text, signature, "structural hash of the graph: ops, attributes, dtypes, shapes (hex)")                                \
   F(Text, shape_erased, "the same hash without shapes (hex): equal for graphs that differ only in shapes")                 \
   F(Text, reason, "'first' (no graph of this structure before), 'shape_change' or 'structure_change'")                     \
-  F(Text, trigger, "what cut the graph: 'mark_step' or 'explicit_evaluation'")                                              \
+  F(Text, trigger, "what cut the graph: 'mark_step', 'explicit_evaluation' or 'collective' (tc::dist::broadcast; an all-reduce is an op inside the graph)")                                              \
   F(Loc, loc_id, "the user's call site that cut the graph (locations.id)")                                                 \
   F(Int, nodes_before, "IR nodes before the passes")                                                                       \
   F(Int, nodes_after, "IR nodes after the passes")                                                                         \
@@ -212,7 +288,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Dur, dur, "how long it ran")                                                                       \
   F(Int, graph_id, "the graph executed (compilations.graph_id; 0 for the eager executor)")            \
   F(Int, step, "the step during which it ran")                                                         \
-  F(Text, trigger, "'mark_step', 'explicit_evaluation' or 'eager'")                                    \
+  F(Text, trigger, "'mark_step', 'explicit_evaluation', 'collective' or 'eager'")                                    \
   F(Int, nodes, "IR nodes executed")                                                                   \
   F(Int, execution_id, "this execution, unique in the run (an eager op is one execution too); kernel records refer to it", \
     .since = 2)
@@ -261,7 +337,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
 #define TC_TRACE_KERNEL_FIELDS(F)                                                                                      \
   F(Int, graph_id, "the compiled graph (compilations.graph_id); 0 for an op of the eager executor")                      \
   F(Int, kernel, "the kernel's index in its graph, in execution order (for the eager executor: an id unique in the run)") \
-  F(Text, kind, "'elementwise', 'reduce', 'matmul' or 'scatter'")                                                         \
+  F(Text, kind, "'elementwise', 'reduce', 'matmul', 'scatter' or 'collective' (a tc::dist all-reduce: its time includes the wait for the other ranks)")                                                         \
   F(Text, ops, "the IR ops fused into it, the root first, e.g. 'matmul,sub,mul'")                                        \
   F(Text, loop, "its loop shape: extents joined by 'x'; for a matmul [batch x] M x N x K")                              \
   F(Int, bytes_read, "bytes of the buffers it reads, each counted once")                                                 \

@@ -90,7 +90,13 @@ struct Producer {
 };
 // initial-exec TLS: one %fs-relative load, no __tls_get_addr call. constinit
 // tells the compiler there is no dynamic initializer to run first.
-extern thread_local constinit Producer* t_prod __attribute__((tls_model("initial-exec")));
+// A copy of the recording layer built into a dlopen()ed library (libtc_nvtx)
+// defines TC_TRACE_TLS_MODEL as "global-dynamic": the static TLS surplus that
+// initial-exec needs in such a library may already be spent by others.
+#ifndef TC_TRACE_TLS_MODEL
+#define TC_TRACE_TLS_MODEL "initial-exec"
+#endif
+extern thread_local constinit Producer* t_prod __attribute__((tls_model(TC_TRACE_TLS_MODEL)));
 extern std::atomic<uint32_t> g_session;
 extern bool g_use_tsc;
 
@@ -111,8 +117,14 @@ inline uint32_t site_id(Site& site) noexcept {
   return __builtin_expect(id != 0, 1) ? id : register_site(site);
 }
 
-inline void write_event(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept {
-  Producer* p = t_prod;
+// One event into the thread's ring: the fast path when `cache` (the thread's
+// producer) has room, else write_slow(). write_event() passes t_prod itself;
+// a caller that keeps its own per-thread state (libtc_nvtx,
+// whose thread-locals cost a descriptor call each in a dlopen()ed library):
+// `cache` is that caller's copy of the thread's producer, refreshed here
+// whenever the slow path runs, so the fast path reads no thread-local.
+inline void write_event_cached(Producer*& cache, SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept {
+  Producer* p = cache;
   if (__builtin_expect(p != nullptr && p->session == g_session.load(std::memory_order_relaxed) &&
                            p->capacity != p->write - p->cached_read,
                        1)) {
@@ -127,6 +139,11 @@ inline void write_event(SlotKind kind, uint32_t loc, int64_t value, int64_t arg,
     return;
   }
   write_slow(kind, loc, value, arg, ts);
+  cache = t_prod;
+}
+
+inline void write_event(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept {
+  write_event_cached(t_prod, kind, loc, value, arg, ts);
 }
 
 inline void begin(Site& site, int64_t arg) noexcept {
@@ -185,9 +202,15 @@ inline LocationId location_id(std::string_view name, const std::source_location&
 }
 #endif
 
+// A new location every call, even for parts seen before: for a caller that
+// keeps its own cache of what it has defined (the NVTX injection library keys
+// its sites by message, domain, category and colour). Locks.
+LocationId new_location(std::string_view name, std::string_view file, uint32_t line, std::string_view function) noexcept;
+
 // Same as the macros, for a location id from location_id().
-void instant_at(LocationId location, int64_t arg) noexcept;
-void begin_at(LocationId location) noexcept;
+// `ticks` is when it happened, in now()'s ticks; 0 reads the clock.
+void instant_at(LocationId location, int64_t arg, uint64_t ticks = 0) noexcept;
+void begin_at(LocationId location, int64_t arg = 0, uint64_t ticks = 0) noexcept;
 void end_at(LocationId location) noexcept;
 
 // Structured records: build the record's struct (tc/trace/records.h) and

@@ -1,0 +1,237 @@
+// The CPU backend's thread pool (see pool.h for why and what it promises).
+//
+// One region at a time. The caller publishes a job in one of two slots and
+// then a 64-bit counter `next_` = epoch << 40 | next index; everyone
+// (caller included) claims [index, index + chunk) with a compare-and-swap
+// that also checks the epoch, runs it, and adds its length to the slot's
+// `done`. The caller returns when `done` reaches n, so it waits only for
+// chunks that were claimed: a worker that never woke up costs nothing.
+//
+// A worker reads the slot's fields before its claim; the claim succeeds only
+// while `next_` still holds that epoch, and the caller rewrites a slot only
+// two epochs later, after publishing the epoch in between, so a successful
+// claim always ran on its own job's fields (release stores, acquire loads).
+#include "pool.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TC_PAUSE() _mm_pause()
+#else
+#define TC_PAUSE() ((void)0)
+#endif
+
+namespace tc::detail::cpu {
+namespace {
+
+constexpr int kEpochShift = 40;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kEpochShift) - 1;
+constexpr uint64_t kEpochLimit = uint64_t{1} << 24;
+// A worker's spin after a region: starts at kSpinStartNs, adapts in
+// [kSpinMinNs, kSpinMaxNs]. The caller spins this long for claimed chunks
+// before yielding its core to them.
+constexpr int64_t kSpinMinNs = 4'000, kSpinStartNs = 32'000, kSpinMaxNs = 256'000;
+constexpr int64_t kCallerSpinNs = 50'000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// The first positive integer of a variable like OMP_NUM_THREADS ("4" or "4,2"), else 0.
+int leading_count(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return 0;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  return end != v && n > 0 && n <= 4096 ? static_cast<int>(n) : 0;
+}
+
+int default_threads() {
+  if (int n = leading_count("TC_NUM_THREADS")) return n;
+  if (int n = leading_count("OMP_NUM_THREADS")) return n;
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+struct Job {
+  std::atomic<tc_body_fn> body{nullptr};
+  std::atomic<void*> ctx{nullptr};
+  std::atomic<int64_t> n{0}, chunk{1};
+  alignas(64) std::atomic<int64_t> done{0};
+};
+
+class Pool {
+ public:
+  explicit Pool(int threads) : threads_(threads) {}
+
+  int threads() const { return threads_; }
+
+  void parallel_for(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx) {
+    if (n <= 0) return;
+    int64_t pieces = int64_t{threads_} * std::max<int32_t>(1, chunks_per_thread);
+    int64_t chunk = std::max<int64_t>({1, grain, (n + pieces - 1) / pieces});
+    if (threads_ <= 1 || chunk >= n || static_cast<uint64_t>(n) > kIndexMask || busy_.exchange(true, std::memory_order_acquire)) {
+      serial_.fetch_add(1, std::memory_order_relaxed);
+      body(ctx, 0, n);
+      return;
+    }
+    std::call_once(started_, [this] { start_workers(); });
+    parallel_.fetch_add(1, std::memory_order_relaxed);
+    // Epochs alternate slots: 1, 2, ..., kEpochLimit - 1, then 2 (even after odd).
+    epoch_ = epoch_ + 1 >= kEpochLimit ? 2 : epoch_ + 1;
+    const uint64_t e = epoch_;
+    Job& j = jobs_[e & 1];
+    j.body.store(body, std::memory_order_release);
+    j.ctx.store(ctx, std::memory_order_release);
+    j.n.store(n, std::memory_order_release);
+    j.chunk.store(chunk, std::memory_order_release);
+    j.done.store(0, std::memory_order_relaxed);
+    next_.store(e << kEpochShift, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      wake_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake_all(&wake_);
+    }
+    work(e);
+    // Only chunks someone claimed are left: wait for them, spinning briefly,
+    // then giving the core to whoever holds one.
+    int64_t t0 = 0;
+    for (int i = 0; j.done.load(std::memory_order_acquire) < n; ++i) {
+      if (i < 64) {
+        TC_PAUSE();
+        continue;
+      }
+      if (t0 == 0) t0 = now_ns();
+      if (now_ns() - t0 < kCallerSpinNs) TC_PAUSE();
+      else ::sched_yield();
+    }
+    busy_.store(false, std::memory_order_release);
+  }
+
+  PoolStats stats() const {
+    return {parallel_.load(std::memory_order_relaxed), serial_.load(std::memory_order_relaxed), sleeps_.load(std::memory_order_relaxed)};
+  }
+
+  // In a child of fork() there are no workers: the caller claims every chunk
+  // itself, so regions still finish; only a region running at the fork is reset.
+  void after_fork_in_child() { busy_.store(false, std::memory_order_relaxed); }
+
+ private:
+  // Claims and runs chunks of epoch e until none is left.
+  void work(uint64_t e) {
+    Job& j = jobs_[e & 1];
+    for (;;) {
+      tc_body_fn body = j.body.load(std::memory_order_acquire);
+      void* ctx = j.ctx.load(std::memory_order_acquire);
+      int64_t n = j.n.load(std::memory_order_acquire), chunk = j.chunk.load(std::memory_order_acquire);
+      uint64_t v = next_.load(std::memory_order_acquire);
+      if ((v >> kEpochShift) != e) return;
+      int64_t lo = static_cast<int64_t>(v & kIndexMask);
+      if (lo >= n) return;
+      if (!next_.compare_exchange_weak(v, v + static_cast<uint64_t>(chunk), std::memory_order_acq_rel)) continue;
+      int64_t hi = std::min(lo + chunk, n);
+      body(ctx, lo, hi);
+      j.done.fetch_add(hi - lo, std::memory_order_release);
+    }
+  }
+
+  void start_workers() {
+    for (int t = 1; t < threads_; ++t) std::thread([this] { worker(); }).detach();
+  }
+
+  void worker() {
+    uint64_t last = 0;
+    int64_t spin_ns = kSpinStartNs;
+    for (;;) {
+      uint64_t e = next_.load(std::memory_order_acquire) >> kEpochShift;
+      if (e != 0 && e != last) {
+        last = e;
+        work(e);
+        continue;
+      }
+      // Spin for the next region, a bounded time.
+      bool arrived = false;
+      int64_t t0 = now_ns();
+      for (int i = 1;; ++i) {
+        if ((next_.load(std::memory_order_acquire) >> kEpochShift) != last) {
+          arrived = true;
+          break;
+        }
+        TC_PAUSE();
+        if ((i & 63) == 0 && now_ns() - t0 > spin_ns) break;
+      }
+      if (arrived) continue;
+      // Sleep until the caller publishes one (see parallel_for's wake-up).
+      int64_t slept = now_ns();
+      uint32_t w = wake_.load(std::memory_order_seq_cst);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if ((next_.load(std::memory_order_seq_cst) >> kEpochShift) == last) {
+        sleeps_.fetch_add(1, std::memory_order_relaxed);
+        futex_wait(&wake_, w);
+      }
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      slept = now_ns() - slept;
+      // Woken soon after giving up: spin longer next time. A long sleep (a
+      // gap between steps): spinning through it only burned a core.
+      if (slept < spin_ns) spin_ns = std::min(kSpinMaxNs, spin_ns * 2);
+      else if (slept > 64 * spin_ns) spin_ns = std::max(kSpinMinNs, spin_ns / 2);
+    }
+  }
+
+  const int threads_;
+  alignas(64) std::atomic<uint64_t> next_{0};
+  alignas(64) std::atomic<uint32_t> wake_{0};
+  std::atomic<int> sleepers_{0};
+  alignas(64) std::atomic<bool> busy_{false};
+  uint64_t epoch_ = 0;  // the caller's; read under busy_
+  Job jobs_[2];
+  std::once_flag started_;
+  std::atomic<uint64_t> parallel_{0}, serial_{0}, sleeps_{0};
+};
+
+Pool& pool() {
+  static Pool* p = [] {
+    auto* made = new Pool(default_threads());  // never destroyed: detached workers use it until exit
+    ::pthread_atfork(nullptr, nullptr, [] { pool().after_fork_in_child(); });
+    return made;
+  }();
+  return *p;
+}
+
+void pool_parallel_for(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx) {
+  pool().parallel_for(n, grain, chunks_per_thread, body, ctx);
+}
+
+}  // namespace
+
+const tc_pool_api* pool_api() {
+  static const tc_pool_api api = {kPoolApiVersion, static_cast<int32_t>(pool().threads()), &pool_parallel_for};
+  return &api;
+}
+
+int pool_threads() { return pool().threads(); }
+
+PoolStats pool_stats() { return pool().stats(); }
+
+}  // namespace tc::detail::cpu

@@ -1,0 +1,63 @@
+// The CPU backend's thread pool (private): what generated code splits its
+// loops and matrix products over, instead of an OpenMP team (#17).
+//
+// Why not OpenMP: libgomp's workers spin up to 300,000 pauses (milliseconds)
+// at the end of every parallel region and every region waits at a barrier
+// for the whole team. Beside one busy process on 2 cores, a descheduled
+// worker then stalled each of a step's many regions while the others burned
+// the core it needed (the Transformer step 2.0x slower in the median, 194 ms
+// spikes); OMP_WAIT_POLICY=passive removed the spikes but cost 1.8x on the
+// quiet MLP.
+//
+// What this pool does instead:
+// - The calling thread takes part and work is claimed in chunks from one
+//   counter, so a region never waits for a worker that has not started: a
+//   descheduled worker's share is done by whoever is running. The caller
+//   waits only for chunks already claimed.
+// - Workers spin for a bounded time after a region (a few microseconds to
+//   `spin_max_ns`), then sleep on a futex. The bound adapts per worker: it
+//   halves when spinning ended without work and the next region came much
+//   later (a gap between steps), and doubles when a region came just after
+//   the worker went to sleep.
+// - One region at a time: a second thread calling parallel_for while one
+//   runs does its loop alone.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// The interface generated code sees (declared again, identically, in the
+// generated preamble; `version` guards the layout). body(ctx, lo, hi) runs
+// iterations [lo, hi). parallel_for returns when all of [0, n) ran.
+typedef void (*tc_body_fn)(void* ctx, int64_t lo, int64_t hi);
+struct tc_pool_api {
+  int32_t version;  // kPoolApiVersion
+  int32_t threads;  // the caller included
+  // chunks_per_thread: how finely [0, n) is cut (1: one piece per thread,
+  // like a static schedule; 4: finer, for balance); grain: the smallest
+  // chunk worth splitting off.
+  void (*parallel_for)(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx);
+};
+}
+
+namespace tc::detail::cpu {
+
+inline constexpr int32_t kPoolApiVersion = 1;
+
+// The process's pool, started on first use with threads() threads: TC_NUM_THREADS,
+// else OMP_NUM_THREADS (the variable users already set), else the CPUs this
+// process may run on. Never destroyed (workers are detached at exit).
+const tc_pool_api* pool_api();
+
+// Its thread count without starting it.
+int pool_threads();
+
+// Counters for tests and benchmarks: regions run in parallel, regions run
+// alone (n too small, one thread, or another region running), futex sleeps
+// of workers.
+struct PoolStats {
+  uint64_t parallel = 0, serial = 0, sleeps = 0;
+};
+PoolStats pool_stats();
+
+}  // namespace tc::detail::cpu

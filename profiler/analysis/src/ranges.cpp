@@ -1,0 +1,332 @@
+#include "tc/analysis/ranges.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "json.h"
+#include "ranges_json.h"
+#include "tc/analysis/format.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis {
+
+namespace {
+
+constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();  // the end of a cut range
+
+struct Group {
+  RangeStats stats;
+  std::vector<int64_t> durs;
+  std::set<int64_t> utids;
+};
+
+// One push/pop range, held until its thread's ranges are sorted for nesting.
+struct Item {
+  int64_t ts, end;  // end = kOpen when cut
+  int64_t covered;  // time its direct children covered
+  int32_t depth, group;
+};
+
+struct Site {
+  int32_t group = -1;       // -1: filtered out
+  bool nvtx = false;
+  std::string name, domain;
+};
+
+int64_t nearest_rank(std::vector<int64_t>& sorted_later, double p) {
+  size_t i = std::min(sorted_later.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted_later.size())));
+  std::nth_element(sorted_later.begin(), sorted_later.begin() + static_cast<std::ptrdiff_t>(i), sorted_later.end());
+  return sorted_later[i];
+}
+
+bool passes(const RangeFilter& f, const Site& s) {
+  if (f.domain && *f.domain != s.domain) return false;
+  if (f.kind && *f.kind != (s.nvtx ? "nvtx" : "tc")) return false;
+  return f.name_contains.empty() || s.name.find(f.name_contains) != std::string::npos;
+}
+
+using Keys = std::map<std::tuple<std::string, std::string, bool>, int32_t>;
+
+// NVTX start/end ranges (schema v3) whose starts match `where` (SQL on s.*):
+// each start with its end (same process, same range_id; dur -1 when it never
+// ended), as f(utid, ts, loc_id, dur). A thread missing from `threads` is a
+// process of its own.
+template <typename F>
+Status start_end_ranges(const store::Reader& r, const std::string& where, F&& f) {
+  if (!r.has(store::schema::nvtx_range_starts, "range_id") || !r.has(store::schema::nvtx_range_ends, "range_id")) return Status::Ok();
+  auto upid = [](const char* t) { return "coalesce((SELECT t.upid FROM threads t WHERE t.utid = " + std::string(t) + ".utid), -" + t + ".utid)"; };
+  std::map<std::pair<int64_t, int64_t>, int64_t> ends;  // (upid, range_id) -> ts of its first end
+  auto e = r.query("SELECT " + upid("e") + ", e.range_id, e.ts FROM nvtx_range_ends e");
+  while (e.next()) {
+    auto [it, added] = ends.try_emplace({e.i64(0), e.i64(1)}, e.i64(2));
+    if (!added) it->second = std::min(it->second, e.i64(2));
+  }
+  TC_RETURN_IF_ERROR(e.status());
+  auto s = r.query("SELECT " + upid("s") + ", s.range_id, s.ts, s.utid, s.loc_id FROM nvtx_range_starts s" + (where.empty() ? "" : " WHERE " + where));
+  while (s.next()) {
+    auto end = ends.find({s.i64(0), s.i64(1)});
+    f(s.i64(3), s.i64(2), s.i64(4), end == ends.end() ? int64_t{-1} : std::max<int64_t>(0, end->second - s.i64(2)));
+  }
+  return s.status();
+}
+
+// Every location, with the group of (name, domain, kind) it belongs to.
+// Ranges and marks number their groups separately: `groups` is filled for one of them.
+struct Sites {
+  std::unordered_map<int64_t, Site> by_loc;
+  Status read(const store::Reader& r, StoreText& text) {
+    auto q = r.query("SELECT id, name, file, function FROM locations");
+    while (q.next()) {
+      Site s;
+      s.nvtx = q.text(2) == "nvtx";
+      s.name = text(q.text(1));
+      s.domain = s.nvtx ? text(q.text(3)) : std::string();
+      by_loc.emplace(q.i64(0), std::move(s));
+    }
+    return q.status();
+  }
+  // The group index of loc for this filter (-1: filtered out), creating it in `keys`.
+  int32_t group(int64_t loc, const RangeFilter& f, Keys& keys) {
+    auto it = by_loc.find(loc);
+    Site unknown{-1, false, "(unknown location " + std::to_string(loc) + ")", ""};
+    const Site& s = it != by_loc.end() ? it->second : unknown;
+    if (!passes(f, s)) return -1;
+    auto [k, added] = keys.try_emplace({s.name, s.domain, s.nvtx}, static_cast<int32_t>(keys.size()));
+    return k->second;
+  }
+};
+
+}  // namespace
+
+StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filter, StoreText& text) {
+  RangeTable t;
+  Sites sites;
+  TC_RETURN_IF_ERROR(sites.read(r, text));
+  // The group of each location, looked up once per location rather than once per row.
+  Keys range_keys;
+  std::unordered_map<int64_t, int32_t> range_group;
+  int64_t last_loc = 0;
+  int32_t last_group = -2;  // -2: none looked up yet
+  auto group_of = [&](int64_t loc) {
+    if (last_group != -2 && loc == last_loc) return last_group;
+    auto it = range_group.find(loc);
+    last_loc = loc;
+    return last_group = it != range_group.end() ? it->second : (range_group[loc] = sites.group(loc, filter, range_keys));
+  };
+  std::vector<Group> groups;
+  auto grow = [&] {
+    while (groups.size() < range_keys.size()) groups.emplace_back();
+  };
+  std::map<int64_t, ThreadStats> threads;
+  std::unordered_map<int64_t, std::vector<Item>> by_thread;
+
+  // Millions of rows: per row only the cached group and thread, no lookups.
+  auto q = r.query("SELECT utid, ts, dur, depth, loc_id FROM ranges");
+  int64_t last_utid = 0;
+  std::vector<Item>* items_of = nullptr;
+  while (q.next()) {
+    int32_t g = group_of(q.i64(4));
+    int64_t utid = q.i64(0), ts = q.i64(1), dur = q.i64(2), depth = q.i64(3);
+    bool cut = dur < 0;
+    if (g >= 0) {
+      grow();
+      Group& group = groups[static_cast<size_t>(g)];
+      group.stats.count += 1;
+      if (cut) group.stats.cut += 1;
+      else group.durs.push_back(dur);
+    }
+    if (items_of == nullptr || utid != last_utid) items_of = &by_thread[utid], last_utid = utid;
+    // A range the filter leaves out still covers its parent's time. A depth
+    // beyond int32 is no real nesting and takes no part in it.
+    int32_t d = depth >= 0 && depth < (int64_t{1} << 30) ? static_cast<int32_t>(depth) : -1;
+    items_of->push_back({ts, cut ? kOpen : ts + dur, 0, d, g});
+  }
+  TC_RETURN_IF_ERROR(q.status());
+
+  // Self time: sorted by start (a parent before the children that start with
+  // it), a range's parent is the last range one level up that started at or
+  // before it; it is a child when it starts before that one ends.
+  for (auto& entry : by_thread) {
+    std::vector<Item>& items = entry.second;
+    auto order = [](const Item& a, const Item& b) { return a.ts != b.ts ? a.ts < b.ts : a.depth < b.depth; };
+    if (!std::is_sorted(items.begin(), items.end(), order)) std::sort(items.begin(), items.end(), order);
+    std::vector<int64_t> last;  // depth -> index of the last range seen at that depth
+    for (size_t i = 0; i < items.size(); ++i) {
+      Item& it = items[i];
+      if (it.depth < 0) continue;
+      size_t d = static_cast<size_t>(it.depth);
+      if (d > 0 && d - 1 < last.size() && last[d - 1] >= 0) {
+        Item& parent = items[static_cast<size_t>(last[d - 1])];
+        if (it.ts <= parent.end) parent.covered += std::min(it.end, parent.end) - it.ts;
+      }
+      if (last.size() <= d) last.resize(d + 1, -1);
+      last[d] = static_cast<int64_t>(i);
+    }
+    int64_t on_thread = 0;
+    for (const Item& it : items) {
+      if (it.group < 0) continue;
+      ++on_thread;
+      Group& group = groups[static_cast<size_t>(it.group)];
+      if (group.utids.empty() || *group.utids.rbegin() != entry.first) group.utids.insert(entry.first);
+      if (it.end != kOpen) group.stats.self_ns += std::max<int64_t>(0, it.end - it.ts - it.covered);
+    }
+    if (on_thread > 0) threads[entry.first].ranges += on_thread;
+  }
+  by_thread.clear();
+
+  TC_RETURN_IF_ERROR(start_end_ranges(r, "", [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
+    int32_t g = group_of(loc);
+    if (g < 0) return;
+    grow();
+    Group& group = groups[static_cast<size_t>(g)];
+    group.stats.count += 1;
+    group.utids.insert(utid);
+    threads[utid].ranges += 1;
+    if (dur < 0) {
+      group.stats.cut += 1;
+    } else {
+      group.durs.push_back(dur);
+      group.stats.self_ns += dur;
+    }
+  }));
+
+  for (const auto& [key, index] : range_keys) {
+    Group& g = groups[static_cast<size_t>(index)];
+    RangeStats& st = g.stats;
+    st.name = std::get<0>(key);
+    st.domain = std::get<1>(key);
+    st.kind = std::get<2>(key) ? "nvtx" : "tc";
+    st.threads = static_cast<int64_t>(g.utids.size());
+    if (!g.durs.empty()) {
+      st.min_ns = *std::min_element(g.durs.begin(), g.durs.end());
+      st.max_ns = *std::max_element(g.durs.begin(), g.durs.end());
+      for (int64_t d : g.durs) st.total_ns += d;
+      st.mean_ns = st.total_ns / static_cast<int64_t>(g.durs.size());
+      st.p50_ns = nearest_rank(g.durs, 0.5);
+      st.p99_ns = nearest_rank(g.durs, 0.99);
+    }
+    t.range_count += st.count;
+    t.cut_count += st.cut;
+    t.ranges.push_back(std::move(st));
+  }
+  std::sort(t.ranges.begin(), t.ranges.end(), [](const RangeStats& a, const RangeStats& b) {
+    return std::tie(b.total_ns, b.count, a.name, a.domain, a.kind) < std::tie(a.total_ns, a.count, b.name, b.domain, b.kind);
+  });
+
+  // Marks: counted per thread and location in one pass.
+  Keys mark_keys;
+  std::unordered_map<int64_t, int32_t> mark_group;
+  std::vector<int64_t> mark_counts;
+  auto m = r.query("SELECT utid, loc_id FROM instants");
+  int64_t mark_loc = 0, mark_utid = 0;
+  int32_t g = -2;
+  ThreadStats* thread = nullptr;
+  while (m.next()) {
+    int64_t loc = m.i64(1), utid = m.i64(0);
+    if (g == -2 || loc != mark_loc) {
+      auto it = mark_group.find(loc);
+      g = it != mark_group.end() ? it->second : (mark_group[loc] = sites.group(loc, filter, mark_keys));
+      mark_loc = loc;
+    }
+    if (g < 0) continue;
+    if (mark_counts.size() < mark_keys.size()) mark_counts.resize(mark_keys.size(), 0);
+    mark_counts[static_cast<size_t>(g)] += 1;
+    if (thread == nullptr || utid != mark_utid) thread = &threads[utid], mark_utid = utid;
+    thread->marks += 1;
+  }
+  TC_RETURN_IF_ERROR(m.status());
+  for (const auto& [key, index] : mark_keys) {
+    MarkStats s{std::get<0>(key), std::get<1>(key), std::get<2>(key) ? "nvtx" : "tc", mark_counts[static_cast<size_t>(index)]};
+    t.mark_count += s.count;
+    t.marks.push_back(std::move(s));
+  }
+  std::sort(t.marks.begin(), t.marks.end(), [](const MarkStats& a, const MarkStats& b) {
+    return std::tie(b.count, a.name, a.domain, a.kind) < std::tie(a.count, b.name, b.domain, b.kind);
+  });
+
+  // Threads: pid, tid and name; a thread that another one named (nvtxNameOsThread) takes that name.
+  if (!threads.empty()) {
+    std::map<std::pair<int64_t, int64_t>, std::string> nvtx_names;  // (upid, tid) -> last name given
+    if (r.has(store::schema::nvtx_thread_names, "name")) {
+      for (auto n = r.query("SELECT t.upid, n.tid, n.name FROM nvtx_thread_names n JOIN threads t ON t.utid = n.utid ORDER BY n.id"); n.next();)
+        nvtx_names[{n.i64(0), n.i64(1)}] = text(n.text(2));
+    }
+    auto th = r.query("SELECT t.utid, coalesce(p.pid, 0), t.tid, t.name, t.upid FROM threads t LEFT JOIN processes p ON p.upid = t.upid");
+    while (th.next()) {
+      auto it = threads.find(th.i64(0));
+      if (it == threads.end()) continue;
+      ThreadStats& ts = it->second;
+      ts.pid = th.i64(1);
+      ts.tid = th.i64(2);
+      ts.name = text(th.text(3));
+      if (ts.name.empty()) {
+        auto named = nvtx_names.find({th.i64(4), ts.tid});
+        if (named != nvtx_names.end()) ts.name = named->second;
+      }
+    }
+    TC_RETURN_IF_ERROR(th.status());
+    for (auto& [utid, ts] : threads) {
+      ts.utid = utid;
+      t.threads.push_back(std::move(ts));
+    }
+  }
+  return t;
+}
+
+StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filter) {
+  StoreText text;
+  return range_table(r, filter, text);
+}
+
+void ranges_json_fields(Json& j, const RangeTable& t, size_t top) {
+  j.key("ranges").begin_array();
+  for (size_t i = 0; i < t.ranges.size() && i < top; ++i) {
+    const RangeStats& s = t.ranges[i];
+    j.begin_object().field("name", s.name).field("domain", s.domain).field("kind", s.kind).field("count", s.count).field("cut", s.cut);
+    j.field("total_ns", s.total_ns).field("mean_ns", s.mean_ns).field("p50_ns", s.p50_ns).field("p99_ns", s.p99_ns);
+    j.field("min_ns", s.min_ns).field("max_ns", s.max_ns).field("self_ns", s.self_ns).field("threads", s.threads).end_object();
+  }
+  j.end_array();
+  j.key("marks").begin_array();
+  for (size_t i = 0; i < t.marks.size() && i < top; ++i) {
+    const MarkStats& m = t.marks[i];
+    j.begin_object().field("name", m.name).field("domain", m.domain).field("kind", m.kind).field("count", m.count).end_object();
+  }
+  j.end_array();
+  j.key("threads").begin_array();
+  for (const ThreadStats& th : t.threads) {
+    j.begin_object().field("utid", th.utid).field("pid", th.pid).field("tid", th.tid).field("name", th.name);
+    j.field("ranges", th.ranges).field("marks", th.marks).end_object();
+  }
+  j.end_array();
+}
+
+std::string ranges_json(const RangeTable& t, size_t top) {
+  Json j;
+  j.begin_object().field("schema", "tc-analyze-ranges/1");
+  ranges_json_fields(j, t, top);
+  j.end_object();
+  return j.str();
+}
+
+StatusOr<std::vector<RangeOccurrence>> range_occurrences(const store::Reader& r, const std::string& name) {
+  // The locations of that name, matched here rather than in SQL: a name may hold any byte.
+  std::string locs;
+  for (auto q = r.query("SELECT id, name FROM locations"); q.next();) {
+    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0));
+  }
+  std::vector<RangeOccurrence> out;
+  if (locs.empty()) return out;
+  auto q = r.query("SELECT utid, ts, dur FROM ranges WHERE loc_id IN (" + locs + ")");
+  while (q.next()) out.push_back({q.i64(0), q.i64(1), q.i64(2) < 0 ? -1 : q.i64(2)});
+  TC_RETURN_IF_ERROR(q.status());
+  TC_RETURN_IF_ERROR(start_end_ranges(r, "s.loc_id IN (" + locs + ")",
+                                      [&](int64_t utid, int64_t ts, int64_t, int64_t dur) { out.push_back({utid, ts, dur}); }));
+  std::sort(out.begin(), out.end(), [](const RangeOccurrence& a, const RangeOccurrence& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
+  return out;
+}
+
+}  // namespace tc::analysis

@@ -1,0 +1,472 @@
+// The JAX log of tc's Python hook (TC_JAX_LOG_DIR/jax-PID.log) into the
+// store; see tc/collect/import.h for the contract and docs/frameworks.md for
+// the format.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "import_common.h"
+#include "json.h"
+#include "tc/collect/import.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
+
+namespace tc::collect {
+
+namespace {
+
+using import_common::kMaxTs;
+using import_common::to_int;
+using import_common::valid_ts;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t' || s.back() == ':')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> lines_of(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    size_t nl = s.find('\n');
+    out.push_back(s.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    s.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+// "FILE:LINE" or "FILE:LINE:COL": the file and the line.
+bool split_site(std::string_view site, std::string& file, int64_t& line) {
+  size_t c = site.rfind(':');
+  if (c == std::string_view::npos) return false;
+  auto last = to_int(site.substr(c + 1));
+  if (!last) return false;
+  size_t c2 = site.rfind(':', c == 0 ? 0 : c - 1);
+  if (c2 != std::string_view::npos && c2 < c) {
+    if (auto l = to_int(site.substr(c2 + 1, c - c2 - 1))) {
+      file = std::string(site.substr(0, c2));
+      line = *l;
+      return true;
+    }
+  }
+  file = std::string(site.substr(0, c));
+  line = *last;
+  return true;
+}
+
+// An aval as JAX prints it: "i32[8,24]" -> dtype "i32", dims {8, 24}; nullopt when a dim is not a number.
+struct Aval {
+  std::string dtype;
+  std::vector<int64_t> dims;
+};
+std::optional<Aval> parse_aval(std::string_view t) {
+  t = trim(t);
+  size_t open = t.find('[');
+  size_t close = t.find(']');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open || open == 0) return std::nullopt;
+  Aval a;
+  a.dtype = std::string(t.substr(0, open));
+  std::string_view in = t.substr(open + 1, close - open - 1);
+  while (!in.empty()) {
+    size_t comma = in.find(',');
+    auto d = to_int(trim(in.substr(0, comma)));
+    if (!d || a.dims.size() >= 64) return std::nullopt;
+    a.dims.push_back(*d);
+    if (comma == std::string_view::npos) break;
+    in.remove_prefix(comma + 1);
+  }
+  return a;
+}
+
+struct DimChange {
+  std::string input;
+  int64_t dim = 0, old_value = 0, new_value = 0;
+};
+
+// One TRACING CACHE MISS explanation.
+struct Miss {
+  int64_t ts = 0;
+  std::string fun;                 // the jitted function's name
+  std::string call_file, call_fn;  // where it was called
+  int64_t call_line = 0;
+  bool first = false;              // "never seen function"
+  std::vector<DimChange> dims;     // shape changes against JAX's closest previous key
+  std::string diff;                // otherwise: what differs, as JAX says it
+};
+
+// "TRACING CACHE MISS at FILE:LINE:COL (FN):\n  never seen function:\n    NAME id=... defined at ..."
+// "TRACING CACHE MISS at FILE:LINE (FN):\n  for NAME defined at FILE:LINE\n  ...\n  * at token_ids, now i32[8,24] and before i32[8,16]"
+std::optional<Miss> parse_miss(std::string_view msg) {
+  constexpr std::string_view kHead = "TRACING CACHE MISS at ";
+  size_t at = msg.find(kHead);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::vector<std::string_view> ls = lines_of(msg.substr(at + kHead.size()));
+  if (ls.size() < 2) return std::nullopt;
+  Miss m;
+  std::string_view head = ls[0];
+  if (head.ends_with(":")) head.remove_suffix(1);
+  size_t paren = head.rfind(" (");
+  if (paren == std::string_view::npos || !head.ends_with(")")) return std::nullopt;
+  m.call_fn = std::string(head.substr(paren + 2, head.size() - paren - 3));
+  if (!split_site(head.substr(0, paren), m.call_file, m.call_line)) return std::nullopt;
+  std::vector<std::string> other;
+  bool after_closest = false;
+  for (size_t i = 1; i < ls.size(); ++i) {
+    std::string_view l = trim(ls[i]);
+    if (l == "never seen function") {
+      m.first = true;
+      if (i + 1 < ls.size()) {
+        std::string_view n = trim(ls[i + 1]);
+        m.fun = std::string(n.substr(0, n.find(' ')));
+      }
+      break;
+    }
+    if (l.starts_with("for ") && m.fun.empty()) {
+      std::string_view n = l.substr(4);
+      m.fun = std::string(n.substr(0, n.find(' ')));
+      continue;
+    }
+    if (l.find("For the closest previous key") != std::string_view::npos) {
+      after_closest = true;
+      continue;
+    }
+    if (l.starts_with("* at ")) {
+      std::string_view rest = l.substr(5);
+      size_t now = rest.find(", now ");
+      size_t before = rest.rfind(" and before ");
+      if (now != std::string_view::npos && before != std::string_view::npos && before > now) {
+        std::string input(rest.substr(0, now));
+        auto a = parse_aval(rest.substr(now + 6, before - now - 6));
+        auto b = parse_aval(rest.substr(before + 12));
+        if (a && b && a->dtype == b->dtype && a->dims.size() == b->dims.size()) {
+          for (size_t d = 0; d < a->dims.size(); ++d) {
+            if (a->dims[d] != b->dims[d]) m.dims.push_back({input, static_cast<int64_t>(d), b->dims[d], a->dims[d]});
+          }
+          continue;
+        }
+      }
+      other.emplace_back(l);
+      continue;
+    }
+    if (after_closest && !l.empty() && l != "different input types") other.emplace_back(l);
+  }
+  if (m.fun.empty()) return std::nullopt;
+  if (!m.first && (m.dims.empty() || !other.empty())) {
+    for (const std::string& o : other) {
+      if (m.diff.size() > 300) break;
+      m.diff += (m.diff.empty() ? "" : "; ") + o;
+    }
+    if (m.diff.empty()) m.diff = "JAX gave no explanation";
+  }
+  return m;
+}
+
+struct Stage {
+  int64_t end = 0;  // when it ended (the listener's call)
+  int64_t dur = 0;
+};
+
+struct Compilation {
+  int64_t ts = 0, dur = 0, lower_ns = 0, backend_ns = 0;
+  std::string fun;  // without jit(...)
+  std::optional<Miss> miss;
+  int64_t index = 0;  // the n-th compilation of fun in its process
+};
+
+struct Call {
+  int64_t f = 0, ts = 0, end = 0;
+};
+
+struct Eval {
+  int64_t ts = 0, dur = 0, line = 0;
+  std::string kind, what, file, fn;
+};
+
+struct Fun {
+  std::string name, file;
+  int64_t line = 0;
+};
+
+// What one file (one process) said.
+struct Process {
+  uint32_t pid = 0;
+  std::vector<Compilation> compilations;
+  std::vector<Call> calls;
+  std::vector<Eval> evals;
+  std::map<int64_t, Fun> funs;
+  int64_t last_ts = 0;
+};
+
+class JaxImporter {
+ public:
+  JaxImporter(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) { s_.framework = "jax"; }
+
+  void read_file(const std::string& path, uint32_t pid_from_name) {
+    bool cut = false;
+    std::string why;
+    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
+    if (!text) return note(why);
+    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
+    ++s_.files;
+    parse(*text, cut, pid_from_name);
+  }
+
+  Status write() {
+    for (Process& p : processes_) TC_RETURN_IF_ERROR(write_process(p));
+    return write_summary();
+  }
+
+  ImportSummary summary() const { return s_; }
+  ImportSummary& summary_ref() { return s_; }
+  void note(const std::string& n) { import_common::note(s_, n); }
+  std::string source_;
+
+ private:
+  void parse(std::string_view text, bool cut, uint32_t pid_from_name) {
+    // A last line without its newline was cut while it was written.
+    if (import_common::drop_cut_line(text)) cut = true;
+    if (cut) s_.truncated = true;
+    Process p;
+    p.pid = pid_from_name;
+    std::map<std::string, Stage> trace, lower;  // fun -> its last stage not yet part of a compilation
+    std::map<std::string, Miss> misses;
+    std::map<std::string, int64_t> compiled;  // fun -> compilations so far
+    int64_t last_compile_end = 0;
+    size_t rows = 0;
+    import_common::Lines lines(text);
+    for (std::string_view line; lines.next(line);) {
+      ++s_.lines;
+      if (line.empty()) continue;
+      auto v = import_common::parse_record(line, s_);
+      if (!v) continue;
+      const std::string_view k = *v->str("k");
+      auto ts = v->int64("ts");
+      if (k == "start") {
+        auto pid = v->int64("pid");
+        if (!pid || *pid <= 0 || *pid > UINT32_MAX) {
+          ++s_.malformed;
+          continue;
+        }
+        p.pid = static_cast<uint32_t>(*pid);
+        if (auto ver = v->str("jax"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
+      } else if (k == "fun") {
+        auto i = v->int64("i");
+        auto name = v->str("name");
+        if (!i || *i < 0 || !name || p.funs.size() >= limits_.max_rows) {
+          ++s_.malformed;
+          continue;
+        }
+        p.funs[*i] = {std::string(*name), std::string(v->str("file").value_or("")), v->int64("line").value_or(0)};
+      } else if (k == "call") {
+        auto f = v->int64("f");
+        auto end = v->int64("end");
+        if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts) {
+          ++s_.malformed;
+          continue;
+        }
+        if (rows++ < limits_.max_rows) p.calls.push_back({*f, *ts, *end});
+        p.last_ts = std::max(p.last_ts, *end);
+      } else if (k == "eval") {
+        auto dur = v->int64("dur");
+        auto kind = v->str("kind");
+        auto file = v->str("file");
+        auto ln = v->int64("line");
+        if (!valid_ts(ts) || !dur || *dur < 0 || *dur > kMaxTs || !kind || !file || !ln ||
+            (*kind != "item" && *kind != "to_host" && *kind != "print")) {
+          ++s_.malformed;
+          continue;
+        }
+        if (rows++ < limits_.max_rows)
+          p.evals.push_back({*ts, *dur, *ln, std::string(*kind), std::string(v->str("what").value_or(*kind)), std::string(*file),
+                             std::string(v->str("fn").value_or(""))});
+        p.last_ts = std::max(p.last_ts, *ts + *dur);
+      } else if (k == "miss") {
+        auto msg = v->str("msg");
+        if (!valid_ts(ts) || !msg) {
+          ++s_.malformed;
+          continue;
+        }
+        auto m = parse_miss(*msg);
+        if (!m) {
+          ++s_.malformed;
+          continue;
+        }
+        m->ts = *ts;
+        misses[m->fun] = std::move(*m);
+      } else if (k == "dur") {
+        auto event = v->str("event");
+        auto secs = v->number("s");
+        auto fun = v->str("fun");
+        if (!valid_ts(ts) || !event || !secs || !fun || !std::isfinite(*secs) || *secs < 0 || *secs > 1e6) {
+          ++s_.malformed;
+          continue;
+        }
+        // "jit(train_step)" for lowering and backend compile, "train_step" for tracing.
+        std::string name(*fun);
+        if (name.starts_with("jit(") && name.ends_with(")")) name = name.substr(4, name.size() - 5);
+        const Stage st{*ts, static_cast<int64_t>(*secs * 1e9)};
+        if (*event == "/jax/core/compile/jaxpr_trace_duration") {
+          trace[name] = st;
+        } else if (*event == "/jax/core/compile/jaxpr_to_mlir_module_duration") {
+          lower[name] = st;
+        } else if (*event == "/jax/core/compile/backend_compile_duration") {
+          // A stage belongs to this compilation only if it ended after the
+          // last one: a jitted function traced inside another's trace (and
+          // compiled as part of it) leaves stages of its own behind.
+          auto fresh = [&](auto& m) -> std::optional<Stage> {
+            auto it = m.find(name);
+            if (it == m.end()) return std::nullopt;
+            Stage s = it->second;
+            m.erase(it);
+            if (s.end <= last_compile_end) return std::nullopt;
+            return s;
+          };
+          Compilation c;
+          c.fun = name;
+          c.backend_ns = st.dur;
+          int64_t start = st.end - st.dur;
+          if (auto l = fresh(lower)) {
+            c.lower_ns = l->dur;
+            start = std::min(start, l->end - l->dur);
+          }
+          if (auto t = fresh(trace)) start = std::min(start, t->end - t->dur);
+          if (auto m = misses.find(name); m != misses.end()) {
+            if (m->second.ts > last_compile_end) c.miss = std::move(m->second);
+            misses.erase(m);
+          }
+          c.ts = std::max<int64_t>(start, 1);
+          c.dur = st.end - c.ts;
+          c.index = compiled[name]++;
+          last_compile_end = st.end;
+          if (rows++ < limits_.max_rows) p.compilations.push_back(std::move(c));
+        }
+        p.last_ts = std::max(p.last_ts, *ts);
+      } else if (k == "limit") {
+        note("the hook stopped writing at its size limit (64 MiB)");
+      } else {
+        ++s_.unknown_kinds;
+      }
+    }
+    if (p.pid == 0) {
+      note("a JAX log names no process");
+      return;
+    }
+    processes_.push_back(std::move(p));
+  }
+
+  int64_t utid(uint32_t pid) { return t_.utid_for ? t_.utid_for(pid) : 0; }
+
+  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
+    return locations_.get(t_, s_, name, file, function, line);
+  }
+
+  Status write_process(Process& p) {
+    const int64_t u = utid(p.pid);
+    // Steps: the calls of the jitted function called most (the first of a tie),
+    // each from its start to the next one's; the last to the log's last time.
+    // A process whose steps the torch hook marked keeps those.
+    std::vector<int64_t> ends;
+    if (auto torch = t_.step_ends.find(p.pid); torch != t_.step_ends.end() && !torch->second.empty()) {
+      ends = torch->second;
+    } else if (!p.calls.empty()) {
+      std::map<int64_t, int64_t> count;
+      std::map<int64_t, int64_t> first_seen;
+      for (size_t i = 0; i < p.calls.size(); ++i) {
+        ++count[p.calls[i].f];
+        first_seen.try_emplace(p.calls[i].f, static_cast<int64_t>(i));
+      }
+      int64_t step_fun = -1, most = 0;
+      for (const auto& [f, n] : count) {
+        if (n > most || (n == most && first_seen[f] < first_seen[step_fun])) {
+          step_fun = f;
+          most = n;
+        }
+      }
+      std::vector<const Call*> steps;
+      for (const Call& c : p.calls)
+        if (c.f == step_fun) steps.push_back(&c);
+      std::sort(steps.begin(), steps.end(), [](const Call* a, const Call* b) { return a->ts < b->ts; });
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const int64_t from = steps[i]->ts;
+        const int64_t to = i + 1 < steps.size() ? steps[i + 1]->ts : std::max(steps[i]->end, p.last_ts);
+        TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(to - from).i64(static_cast<int64_t>(i)).i64(0).text("jax").insert());
+        ends.push_back(to);
+        ++s_.steps;
+      }
+      if (auto f = p.funs.find(step_fun); f != p.funs.end()) s_.step_function = f->second.name;
+    }
+    // Before the first step, 0; during step k, k.
+    auto step_at = [&](int64_t ts) {
+      return static_cast<int64_t>(std::lower_bound(ends.begin(), ends.end(), ts + 1) - ends.begin());
+    };
+    std::map<std::string, std::string> def_of;  // fun name -> "file:line" of its definition
+    for (const auto& [i, f] : p.funs) def_of.try_emplace(f.name, f.file + ":" + std::to_string(f.line));
+    int64_t next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
+    for (const Compilation& c : p.compilations) {
+      const int64_t graph = next_graph++;
+      s_.last_graph_id = graph;
+      const bool user = c.miss.has_value();
+      const char* reason = !user || c.miss->first ? "first" : c.miss->diff.empty() ? "shape_change" : "structure_change";
+      auto loc = user ? location(c.fun, c.miss->call_file, c.miss->call_fn, c.miss->call_line) : location(c.fun, "", c.fun, 0);
+      if (!loc.ok()) return loc.status();
+      auto def = def_of.find(c.fun);
+      // One structure per jitted function (JAX's own functions: per name and compilation, each its first).
+      const std::string structure = "jax " + (def != def_of.end() ? def->second + ":" : std::string()) + c.fun + (user ? "" : "#" + std::to_string(c.index));
+      auto row = t_.writer->row(store::schema::compilations);
+      row.null().i64(u).i64(c.ts).i64(c.dur).i64(graph).i64(step_at(c.ts));
+      row.text(structure + " #" + std::to_string(c.index)).text(structure).text(reason).text(user ? "jit_call" : "eager_op").i64(*loc);
+      row.i64(0).i64(0).i64(0).i64(0).i64(c.lower_ns).i64(c.backend_ns).text("built");
+      if (std::string_view(reason) == "structure_change") row.text(c.miss->diff); else row.null();
+      row.null();  // source_path
+      row.text("jax").text("jit(" + c.fun + ")").null();
+      TC_RETURN_IF_ERROR(row.insert());
+      ++s_.compilations;
+      if (std::string_view(reason) != "shape_change") continue;
+      for (const DimChange& d : c.miss->dims) {
+        TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs)
+                               .null().i64(u).i64(graph).text(d.input).i64(d.dim).i64(d.old_value).i64(d.new_value).i64(0).insert());
+      }
+    }
+    for (const Eval& e : p.evals) {
+      auto loc = location(e.what, e.file, e.fn, e.line);
+      if (!loc.ok()) return loc.status();
+      auto row = t_.writer->row(store::schema::explicit_evaluations);
+      row.null().i64(u).i64(e.ts).i64(e.dur).i64(step_at(e.ts)).text(e.kind).i64(*loc).i64(0).i64(0).text("jax").text(e.what);
+      TC_RETURN_IF_ERROR(row.insert());
+      ++s_.explicit_evaluations;
+    }
+    return Status::Ok();
+  }
+
+  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
+
+  ImportTarget& t_;
+  const ImportLimits& limits_;
+  ImportSummary s_;
+  std::vector<Process> processes_;
+  import_common::Locations locations_;
+};
+
+}  // namespace
+
+StatusOr<ImportSummary> import_jax_log(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
+  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_jax_log: no store to write to");
+  std::vector<std::string> logs = import_common::list_logs(dir, "jax-");
+  JaxImporter im(target, limits);
+  im.source_ = dir;
+  if (logs.empty()) return im.summary();
+  import_common::keep_first(logs, limits.max_files, "JAX logs", im.summary_ref());
+  for (const std::string& n : logs) im.read_file(dir + "/" + n, import_common::pid_in_name(n, "jax-"));
+  TC_RETURN_IF_ERROR(im.write());
+  return im.summary();
+}
+
+}  // namespace tc::collect

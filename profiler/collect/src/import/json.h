@@ -1,0 +1,40 @@
+// A small strict JSON parser (RFC 8259) for the framework importers: input
+// written by another process, so every limit is checked and nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tc::collect::json {
+
+struct Value {
+  enum Type : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
+  bool b = false;
+  double n = 0;
+  bool integral = false;  // written without fraction or exponent, and fits int64
+  int64_t i = 0;          // the number, when integral
+  std::string s;
+  std::vector<Value> a;
+  std::map<std::string, Value, std::less<>> o;
+
+  // The member, or nullptr (also when this is not an object).
+  const Value* get(std::string_view key) const;
+  // Typed access with the type checked: nullopt when missing or of another type.
+  std::optional<std::string_view> str(std::string_view key) const;
+  std::optional<int64_t> int64(std::string_view key) const;  // an integral number
+  std::optional<double> number(std::string_view key) const;
+};
+
+struct Limits {
+  size_t max_depth = 64;
+};
+
+// The value of `text` (nothing else but white space around it), or nullopt
+// with *error set to one line ("expected ':' at offset 17").
+std::optional<Value> parse(std::string_view text, std::string* error = nullptr, Limits limits = {});
+
+}  // namespace tc::collect::json

@@ -1,0 +1,554 @@
+// torch.compile's structured trace (TORCH_TRACE=DIR) into the store; see
+// tc/collect/import.h for the contract and docs/frameworks.md for the format.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "import_common.h"
+#include "json.h"
+#include "tc/collect/import.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
+
+namespace tc::collect {
+
+namespace {
+
+using import_common::to_int;
+
+// Kinds torch 2.x writes that tc reads nothing from; any other is counted as unknown.
+constexpr std::string_view kKnownKinds[] = {
+    "str", "compilation_metrics", "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "chromium_event",
+    "artifact", "dynamo_start", "describe_tensor", "describe_storage", "describe_source", "create_symbol", "create_unbacked_symbol",
+    "guard_added", "guard_added_fast", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards", "dynamo_error",
+    "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_pre_grad_graph",
+    "inductor_post_grad_graph", "inductor_output_code", "optimize_ddp_split_graph", "optimize_ddp_split_child",
+    "compiled_autograd_graph", "symbolic_shape_specialization", "propagate_real_tensors", "propagate_real_tensors_provenance",
+    "expression_created", "unbacked_symbol_created", "missing_fake_kernel", "mismatched_fake_kernel", "graph_dump", "dump_file",
+    "link", "exported_program", "cache_hit", "fx_graph_cache_hit", "fx_graph_cache_miss", "fx_graph_cache_bypass",
+    "aotautograd_cache_hit", "aotautograd_cache_miss", "aotautograd_cache_bypass", "frame_locals", "guard_failure"};
+
+bool known_kind(std::string_view k) {
+  return std::find(std::begin(kKnownKinds), std::end(kKnownKinds), k) != std::end(kKnownKinds);
+}
+
+// A record: its header's JSON and its payload lines (TAB removed), joined by '\n'.
+struct Record {
+  uint32_t pid = 0;
+  json::Value header;
+  std::string payload;
+};
+
+struct Metrics {
+  std::string compile_id;  // "F/C"
+  int64_t frame = -1, compile = -1;
+  uint32_t pid = 0;
+  std::string co_name, co_filename;
+  int64_t co_firstlineno = 0;
+  double start_us = 0, duration_us = 0;
+  double backend_s = 0, codegen_s = 0;
+  int64_t ops = 0;
+  int64_t cache_hits = 0, cache_misses = 0;
+  std::string recompile_reason, failure;
+};
+
+struct DynamicDim {
+  std::string input;
+  int64_t dim = 0, old_value = 0, new_value = 0;
+};
+
+struct GraphBreak {
+  int64_t frame = -1, compile = -1;
+  uint32_t pid = 0;
+  std::string file, reason, kind;
+  int64_t line = 0;
+};
+
+// "[rank0]:V1201 08:46:49.219000 18312 torch/_dynamo/guards.py:6378] {json}": the pid and the JSON.
+bool split_header(std::string_view line, uint32_t& pid, std::string_view& body) {
+  if (line.starts_with("[rank")) {
+    size_t end = line.find("]:");
+    if (end == std::string_view::npos || end > 16) return false;
+    line.remove_prefix(end + 2);
+  }
+  // Level letter, MMDD, space, HH:MM:SS.uuuuuu, space, pid, space, file:line, "] ".
+  if (line.size() < 24 || std::strchr("VIWEC", line[0]) == nullptr) return false;
+  for (size_t i = 1; i <= 4; ++i)
+    if (line[i] < '0' || line[i] > '9') return false;
+  if (line[5] != ' ' || line[8] != ':' || line[11] != ':' || line[14] != '.') return false;
+  size_t at = line.find(' ', 15);
+  if (at == std::string_view::npos) return false;
+  size_t p = at + 1;
+  uint64_t v = 0;
+  size_t digits = 0;
+  while (p < line.size() && line[p] >= '0' && line[p] <= '9' && digits < 10) {
+    v = v * 10 + static_cast<uint64_t>(line[p] - '0');
+    ++p;
+    ++digits;
+  }
+  if (digits == 0 || v > UINT32_MAX || p >= line.size() || line[p] != ' ') return false;
+  size_t close = line.find("] ", p);
+  if (close == std::string_view::npos) return false;
+  pid = static_cast<uint32_t>(v);
+  body = line.substr(close + 2);
+  return !body.empty() && body.front() == '{';
+}
+
+// The record's kind: its one key besides the common ones.
+std::string_view kind_of(const json::Value& h) {
+  for (const auto& [k, v] : h.o) {
+    if (k != "frame_id" && k != "frame_compile_id" && k != "attempt" && k != "has_payload" && k != "rank") return k;
+  }
+  return {};
+}
+
+// L['token_ids'] -> token_ids; L['model']._modules['embed']._parameters['weight'] -> model.embed.weight.
+std::string user_name(std::string_view source) {
+  std::string out;
+  size_t i = 0;
+  if (source.starts_with("L[") || source.starts_with("G[")) i = 1;
+  while (i < source.size()) {
+    for (std::string_view skip : {"._modules", "._parameters", "._buffers"}) {
+      if (source.substr(i).starts_with(skip) && source.substr(i + skip.size()).starts_with("[")) i += skip.size();
+    }
+    if (source.substr(i).starts_with("['")) {
+      size_t end = source.find("']", i + 2);
+      if (end == std::string_view::npos) break;
+      if (!out.empty()) out += '.';
+      out += source.substr(i + 2, end - i - 2);
+      i = end + 2;
+    } else {
+      out += source[i++];
+    }
+  }
+  return out.empty() ? std::string(source) : out;
+}
+
+// "tensor 'token_ids' size mismatch at index 1. expected 39, actual 40", anywhere in the text, each one.
+std::vector<DynamicDim> size_mismatches(std::string_view text) {
+  std::vector<DynamicDim> out;
+  size_t at = 0;
+  while ((at = text.find("tensor '", at)) != std::string_view::npos) {
+    at += 8;
+    size_t q = text.find('\'', at);
+    if (q == std::string_view::npos) break;
+    std::string_view name = text.substr(at, q - at);
+    std::string_view rest = text.substr(q);
+    constexpr std::string_view kIndex = "' size mismatch at index ", kExpected = ". expected ", kActual = ", actual ";
+    if (!rest.starts_with(kIndex)) continue;
+    rest.remove_prefix(kIndex.size());
+    auto num = [&](std::string_view& r) {
+      size_t n = 0;
+      while (n < r.size() && r[n] >= '0' && r[n] <= '9') ++n;
+      auto v = to_int(r.substr(0, n));
+      r.remove_prefix(n);
+      return v;
+    };
+    auto dim = num(rest);
+    if (!dim || !rest.starts_with(kExpected)) continue;
+    rest.remove_prefix(kExpected.size());
+    auto old_value = num(rest);
+    if (!old_value || !rest.starts_with(kActual)) continue;
+    rest.remove_prefix(kActual.size());
+    auto new_value = num(rest);
+    if (!new_value) continue;
+    out.push_back({user_name(name), *dim, *old_value, *new_value});
+  }
+  return out;
+}
+
+std::string first_line(std::string_view s) {
+  size_t nl = s.find('\n');
+  std::string_view l = s.substr(0, nl);
+  while (!l.empty() && (l.back() == ' ' || l.back() == '\r')) l.remove_suffix(1);
+  return std::string(l);
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// The dynamo_graph_break_reason payload: "Graph break in user code at FILE:LINE\nGraph Break Reason: ...".
+std::optional<GraphBreak> graph_break(std::string_view p) {
+  constexpr std::string_view kAt = "Graph break in user code at ";
+  size_t at = p.find(kAt);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string where = first_line(p.substr(at + kAt.size()));
+  size_t colon = where.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  auto line = to_int(where.substr(colon + 1));
+  if (!line) return std::nullopt;
+  GraphBreak g;
+  g.file = where.substr(0, colon);
+  g.line = *line;
+  // The reason: what follows "Graph Break Reason:", or its first line of
+  // substance when that line only introduces it ("Encountered graph break when ...:").
+  constexpr std::string_view kReason = "Graph Break Reason: ";
+  size_t r = p.find(kReason);
+  if (r != std::string_view::npos) {
+    std::string_view rest = p.substr(r + kReason.size());
+    std::string head = first_line(rest);
+    if (!head.empty() && head.back() == ':') {
+      size_t nl = rest.find('\n');
+      while (nl != std::string_view::npos) {
+        rest.remove_prefix(nl + 1);
+        std::string l = trim(first_line(rest));
+        if (!l.empty()) {
+          head = l;
+          break;
+        }
+        nl = rest.find('\n');
+      }
+    }
+    g.reason = head;
+  }
+  const std::string& why = g.reason;
+  g.kind = why.find("item()") != std::string::npos      ? "item"
+           : why.find("print") != std::string::npos     ? "print"
+           : why.find("tolist") != std::string::npos || why.find("numpy") != std::string::npos ? "to_host"
+                                                         : "graph_break";
+  return g;
+}
+
+class Importer {
+ public:
+  Importer(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) {}
+
+  void read_file(const std::string& path) {
+    bool cut = false;
+    std::string why;
+    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why, t_.min_mtime_unix_ns);
+    if (!text) {
+      if (!why.empty()) note(why);  // empty: an earlier run's
+      return;
+    }
+    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
+    ++s_.files;
+    parse(*text, cut);
+  }
+
+  void parse(std::string_view text, bool cut) {
+    // A last line without its newline was cut while it was written. Cut in
+    // a payload line, the record it belongs to is incomplete; cut in a
+    // header line, the record before it was whole.
+    bool last_incomplete = cut;
+    if (std::string_view partial; import_common::drop_cut_line(text, &partial)) {
+      last_incomplete = last_incomplete || partial.starts_with("\t");
+      cut = true;
+    }
+    if (cut) s_.truncated = true;
+    std::optional<Record> cur;
+    import_common::Lines lines(text);
+    for (std::string_view line; lines.next(line);) {
+      ++s_.lines;
+      if (line.starts_with("\t")) {
+        if (cur) {
+          if (!cur->payload.empty()) cur->payload += '\n';
+          cur->payload += line.substr(1);
+        } else {
+          ++s_.malformed;  // a payload line of no record
+        }
+        continue;
+      }
+      if (cur) take(std::move(*cur));
+      cur.reset();
+      uint32_t pid = 0;
+      std::string_view body;
+      if (!split_header(line, pid, body)) {
+        ++s_.malformed;
+        continue;
+      }
+      auto h = json::parse(body);
+      if (!h || h->type != json::Value::kObject) {
+        ++s_.malformed;
+        continue;
+      }
+      cur = Record{pid, std::move(*h), {}};
+    }
+    // The last record may have lost payload lines to a cut: import it only whole.
+    if (cur && !last_incomplete) take(std::move(*cur));
+  }
+
+  Status write() {
+    finish_metrics();
+    TC_RETURN_IF_ERROR(write_rows());
+    return write_summary();
+  }
+
+  ImportSummary summary() const { return s_; }
+  ImportSummary& summary_ref() { return s_; }
+  void note(const std::string& n) { import_common::note(s_, n); }
+
+ private:
+  void take(Record r) {
+    ++s_.records;
+    std::string_view kind = kind_of(r.header);
+    const json::Value* body = r.header.get(kind);
+    if (kind.empty() || body == nullptr) {
+      ++s_.malformed;
+      return;
+    }
+    if (!known_kind(kind)) {
+      ++s_.unknown_kinds;
+      return;
+    }
+    if (kind == "compilation_metrics") {
+      if (!metrics(r.pid, *body)) ++s_.malformed;
+    } else if (kind == "chromium_event") {
+      chromium(r.payload);
+    } else if (kind == "artifact") {
+      artifact(r, *body);
+    }
+  }
+
+  bool metrics(uint32_t pid, const json::Value& m) {
+    if (m.type != json::Value::kObject) return false;
+    auto id = m.str("compile_id");
+    if (!id) return false;
+    Metrics x;
+    x.compile_id = std::string(*id);
+    x.pid = pid;
+    // "F/C", or "!F/C" / "F/C_R" for restarts and compiled autograd: only the plain form is a frame's compilation.
+    size_t slash = x.compile_id.find('/');
+    if (slash == std::string::npos) return false;
+    auto f = to_int(x.compile_id.substr(0, slash));
+    auto c = to_int(x.compile_id.substr(slash + 1));
+    if (!f || !c) return false;
+    x.frame = *f;
+    x.compile = *c;
+    x.co_name = std::string(m.str("co_name").value_or(""));
+    x.co_filename = std::string(m.str("co_filename").value_or(""));
+    x.co_firstlineno = m.int64("co_firstlineno").value_or(0);
+    if (auto us = m.number("start_time_us")) x.start_us = *us;
+    else if (auto s = m.number("start_time")) x.start_us = *s * 1e6;
+    if (auto d = m.number("duration_us")) x.duration_us = *d;
+    else if (auto s = m.number("entire_frame_compile_time_s")) x.duration_us = *s * 1e6;
+    x.backend_s = m.number("backend_compile_time_s").value_or(0);
+    x.codegen_s = m.number("code_gen_time_s").value_or(0);
+    x.ops = m.int64("graph_op_count").value_or(0);
+    x.cache_hits = m.int64("inductor_fx_local_cache_hit_count").value_or(0);
+    x.cache_misses = m.int64("inductor_fx_local_cache_miss_count").value_or(0);
+    x.recompile_reason = std::string(m.str("recompile_reason").value_or(""));
+    auto ft = m.str("fail_type");
+    auto fr = m.str("fail_reason");
+    if (ft || fr) x.failure = std::string(ft.value_or("failed")) + (fr ? ": " + first_line(*fr) : std::string());
+    if (!std::isfinite(x.start_us) || !std::isfinite(x.duration_us) || x.start_us < 0 || x.start_us > 1e17 || x.duration_us < 0 ||
+        x.duration_us > 1e13)
+      return false;
+    if (metrics_.size() >= limits_.max_rows) return true;
+    metrics_.push_back(std::move(x));
+    return true;
+  }
+
+  void chromium(const std::string& payload) {
+    if (payload.find("\"automatic_dynamic\"") == std::string::npos) return;
+    auto e = json::parse(payload);
+    if (!e || e->str("name") != std::optional<std::string_view>("automatic_dynamic")) {
+      if (!e) ++s_.malformed;
+      return;
+    }
+    const json::Value* args = e->get("args");
+    if (args == nullptr) return;
+    auto name = args->str("name");
+    auto dim = args->int64("dim_changed");
+    auto cached = args->str("cached");
+    auto now = args->str("new");
+    auto id = args->str("compile_id");
+    if (!name || !dim || !cached || !now || !id) {
+      ++s_.malformed;
+      return;
+    }
+    // "cached": "AutoDynamic.token" when the dim was dynamic already: nothing changed then.
+    auto old_value = to_int(*cached), new_value = to_int(*now);
+    if (!old_value || !new_value) return;
+    if (dynamic_.size() < limits_.max_rows) dynamic_[std::string(*id)].push_back({user_name(*name), *dim, *old_value, *new_value});
+  }
+
+  void artifact(const Record& r, const json::Value& a) {
+    auto name = a.str("name");
+    if (!name) return;
+    if (*name == "torch_version") {
+      auto v = json::parse(r.payload);
+      if (v && v->str("pytorch_version")) s_.version = std::string(*v->str("pytorch_version"));
+    } else if (*name == "dynamo_graph_break_reason") {
+      auto g = graph_break(r.payload);
+      if (!g) return;
+      g->frame = r.header.int64("frame_id").value_or(-1);
+      g->compile = r.header.int64("frame_compile_id").value_or(-1);
+      g->pid = r.pid;
+      // One per compilation: a restart logs the same break again.
+      for (const GraphBreak& b : breaks_) {
+        if (b.pid == g->pid && b.frame == g->frame && b.compile == g->compile && b.line == g->line && b.file == g->file) return;
+      }
+      if (breaks_.size() < limits_.max_rows) breaks_.push_back(std::move(*g));
+    }
+  }
+
+  // A compilation that failed before it had a code object (the recompile
+  // limit) names none: it is the frame of its earlier compilations.
+  void finish_metrics() {
+    std::sort(metrics_.begin(), metrics_.end(), [](const Metrics& a, const Metrics& b) { return a.start_us < b.start_us; });
+    std::map<std::pair<uint32_t, int64_t>, const Metrics*> named;
+    for (Metrics& m : metrics_) {
+      auto key = std::make_pair(m.pid, m.frame);
+      if (!m.co_name.empty()) {
+        named.try_emplace(key, &m);
+      } else if (auto it = named.find(key); it != named.end()) {
+        m.co_name = it->second->co_name;
+        m.co_filename = it->second->co_filename;
+        m.co_firstlineno = it->second->co_firstlineno;
+      }
+    }
+  }
+
+  int64_t store_ts(double us) const {
+    double ns = us * 1000.0 - static_cast<double>(t_.start_unix_ns) + static_cast<double>(t_.start_ts);
+    return ns <= 0 ? 0 : ns >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ns);
+  }
+
+  int64_t step_at(uint32_t pid, int64_t ts) const {
+    auto it = t_.step_ends.find(pid);
+    if (it == t_.step_ends.end()) return 0;
+    return static_cast<int64_t>(std::upper_bound(it->second.begin(), it->second.end(), ts) - it->second.begin());
+  }
+
+  int64_t utid(uint32_t pid) {
+    auto it = utids_.find(pid);
+    if (it != utids_.end()) return it->second;
+    int64_t u = t_.utid_for ? t_.utid_for(pid) : 0;
+    utids_[pid] = u;
+    return u;
+  }
+
+  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
+    return locations_.get(t_, s_, name, file, function, line);
+  }
+
+  Status write_rows() {
+    std::map<std::tuple<uint32_t, int64_t, int64_t>, int64_t> graph_of;  // (pid, frame, compile) -> graph id
+    std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;
+    int64_t next_graph = t_.first_graph_id;
+    for (const Metrics& m : metrics_) {
+      const int64_t graph = next_graph++;
+      graph_of[{m.pid, m.frame, m.compile}] = graph;
+      metrics_of[{m.pid, m.frame, m.compile}] = &m;
+      s_.last_graph_id = graph;
+      const int64_t ts = store_ts(m.start_us);
+      std::vector<DynamicDim> dims;
+      std::set<std::pair<std::string, int64_t>> seen;
+      std::vector<bool> dynamic;
+      if (auto d = dynamic_.find(m.compile_id); d != dynamic_.end()) {
+        for (const DynamicDim& x : d->second) {
+          if (seen.insert({x.input, x.dim}).second) {
+            dims.push_back(x);
+            dynamic.push_back(true);
+          }
+        }
+      }
+      for (const DynamicDim& x : size_mismatches(m.recompile_reason)) {
+        if (seen.insert({x.input, x.dim}).second) {
+          dims.push_back(x);
+          dynamic.push_back(false);
+        }
+      }
+      const bool first = m.compile == 0;
+      const char* reason = first ? "first" : !dims.empty() ? "shape_change" : "structure_change";
+      auto frame_loc = location(m.co_name.empty() ? "(unnamed frame)" : m.co_name, m.co_filename, m.co_name, m.co_firstlineno);
+      if (!frame_loc.ok()) return frame_loc.status();
+      const uint32_t loc = *frame_loc;
+      const std::string frame_key = m.co_filename + ":" + std::to_string(m.co_firstlineno) + ":" + m.co_name;
+      const bool resume = m.co_name.starts_with("torch_dynamo_resume_in_");
+      auto row = t_.writer->row(store::schema::compilations);
+      row.null().i64(utid(m.pid)).i64(ts).i64(static_cast<int64_t>(m.duration_us * 1000.0)).i64(graph).i64(step_at(m.pid, ts));
+      row.text("torch.compile " + m.compile_id).text(frame_key).text(reason).text(resume ? "graph_break" : "frame_call").i64(loc);
+      row.i64(m.ops).i64(m.ops).i64(0).i64(0).i64(static_cast<int64_t>(m.codegen_s * 1e9)).i64(static_cast<int64_t>(m.backend_s * 1e9));
+      row.text(m.cache_hits > 0 && m.cache_misses == 0 ? "disk_hit" : "built");
+      if (std::string(reason) == "structure_change" && !m.recompile_reason.empty()) row.text(first_line(m.recompile_reason)); else row.null();
+      row.null();  // source_path
+      row.text("torch.compile").text(m.compile_id);
+      if (m.failure.empty()) row.null(); else row.text(m.failure);
+      TC_RETURN_IF_ERROR(row.insert());
+      ++s_.compilations;
+      // A failed compilation compiled no graph: its sizes are no graph's.
+      if (!m.failure.empty()) continue;
+      for (size_t i = 0; i < dims.size(); ++i) {
+        const DynamicDim& x = dims[i];
+        TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs)
+                               .null().i64(utid(m.pid)).i64(graph).text(x.input).i64(x.dim).i64(x.old_value).i64(x.new_value)
+                               .i64(dynamic[i] ? 1 : 0).insert());
+      }
+    }
+    for (const GraphBreak& g : breaks_) {
+      auto key = std::make_tuple(g.pid, g.frame, g.compile);
+      auto m = metrics_of.find(key);
+      const Metrics* at = m == metrics_of.end() ? nullptr : m->second;
+      if (at == nullptr) continue;  // its compilation's record was cut off: no time to give it
+      const int64_t ts = store_ts(at->start_us);
+      auto break_loc = location("graph_break", g.file, at->co_name, g.line);
+      if (!break_loc.ok()) return break_loc.status();
+      const uint32_t loc = *break_loc;
+      auto row = t_.writer->row(store::schema::explicit_evaluations);
+      row.null().i64(utid(g.pid)).i64(ts).i64(0).i64(step_at(g.pid, ts)).text(g.kind).i64(loc).i64(at->ops).i64(graph_of[key]);
+      row.text("torch.compile");
+      if (g.reason.empty()) row.null(); else row.text(g.reason);
+      TC_RETURN_IF_ERROR(row.insert());
+      ++s_.explicit_evaluations;
+    }
+    return Status::Ok();
+  }
+
+ public:
+  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
+  std::string source_;
+
+ private:
+  ImportTarget& t_;
+  const ImportLimits& limits_;
+  ImportSummary s_;
+  std::vector<Metrics> metrics_;
+  std::map<std::string, std::vector<DynamicDim>> dynamic_;  // compile id -> its automatic_dynamic changes
+  std::vector<GraphBreak> breaks_;
+  std::map<uint32_t, int64_t> utids_;
+  import_common::Locations locations_;
+};
+
+}  // namespace
+
+StatusOr<ImportSummary> import_torch_trace(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
+  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_torch_trace: no store to write to");
+  std::vector<std::string> logs = import_common::list_logs(dir, "");
+  Importer im(target, limits);
+  im.source_ = dir;
+  if (logs.empty()) return im.summary();
+  import_common::keep_first(logs, limits.max_files, "log files", im.summary_ref());
+  for (const std::string& n : logs) im.read_file(dir + "/" + n);
+  TC_RETURN_IF_ERROR(im.write());
+  return im.summary();
+}
+
+std::string describe_skipped(const ImportSummary& s) {
+  std::string what;
+  auto add = [&](int64_t n, const char* one, const char* many) {
+    if (n == 0) return;
+    what += (what.empty() ? "" : " and ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(s.unknown_kinds, "record of an unknown kind", "records of unknown kinds");
+  add(s.malformed, "malformed line", "malformed lines");
+  std::string out;
+  if (!what.empty()) out = what + " skipped";
+  if (s.truncated) out += std::string(out.empty() ? "" : "; ") + "the trace was cut inside a record (what was complete was imported)";
+  if (!s.note.empty()) out += std::string(out.empty() ? "" : "; ") + s.note;
+  return out.empty() ? out : s.framework + (s.framework == "torch.compile" ? " trace: " : " log: ") + out;
+}
+
+}  // namespace tc::collect

@@ -1,0 +1,349 @@
+// The PyTorch/XLA log of tc's Python hook (TC_XLA_LOG_DIR/xla-PID.log) and
+// PyTorch/XLA's own debug output (PT_XLA_DEBUG_LEVEL=2 into
+// PT_XLA_DEBUG_FILE = TC_XLA_LOG_DIR/pt_xla_debug.txt) into the store; see
+// tc/collect/import.h for the contract and docs/frameworks.md for the format.
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "import_common.h"
+#include "json.h"
+#include "tc/collect/import.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
+
+namespace tc::collect {
+
+namespace {
+
+using import_common::kMaxTs;
+using import_common::to_int;
+using import_common::valid_ts;
+constexpr const char* kDebugFile = "pt_xla_debug.txt";
+
+bool valid_count(std::optional<int64_t> n) { return n && *n >= 0 && *n < kMaxTs; }
+
+// One "Compilation Analysis" block of PyTorch/XLA's debug output: its cause and
+// the first Python frame outside torch_xla ("main (/x/train.py:101)").
+struct Analysis {
+  std::string cause, function, file;
+  int64_t line = 0;
+};
+
+// What the hook saw: a sync (a step), a forced evaluation, or a graph input.
+struct Event {
+  enum Kind { kSync, kEval, kInput } kind = kSync;
+  int64_t ts = 0, end = 0, line = 0, compiles = 0, compile_ns = 0;
+  std::string file, fn, what, eval_kind, name;
+  std::vector<int64_t> shape;
+};
+
+struct Process {
+  uint32_t pid = 0;
+  int64_t start = 0;
+  std::vector<Event> events;
+};
+
+class XlaImporter {
+ public:
+  XlaImporter(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) { s_.framework = "torch_xla"; }
+
+  void read_log(const std::string& path, uint32_t pid_from_name) {
+    bool cut = false;
+    std::string why;
+    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
+    if (!text) return note(why);
+    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
+    ++s_.files;
+    parse_log(*text, cut, pid_from_name);
+  }
+
+  // PyTorch/XLA's debug output: the compilations' causes and frames, in order.
+  void read_debug(const std::string& path) {
+    bool cut = false;
+    std::string why;
+    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
+    if (!text) return;
+    ++s_.files;
+    std::string_view all(*text);
+    constexpr std::string_view kTag = "Compilation Analysis: ";
+    std::optional<Analysis> open;
+    int state = 0;  // 1: next line is the cause; 2: in the frames
+    import_common::Lines lines(all);
+    for (std::string_view l; lines.next(l);) {
+      ++s_.lines;
+      if (!l.starts_with(kTag)) continue;
+      l.remove_prefix(kTag.size());
+      std::string_view body = l;
+      while (!body.empty() && body.front() == ' ') body.remove_prefix(1);
+      if (body == "Compilation Cause") {
+        if (open) analyses_.push_back(std::move(*open));  // a block without its end line
+        open = Analysis{};
+        state = 1;
+        ++s_.records;
+      } else if (!open) {
+        continue;
+      } else if (state == 1) {
+        open->cause = std::string(body.substr(0, 200));
+        state = 0;
+      } else if (body.starts_with("Python Frame Triggered Execution")) {
+        state = 2;
+      } else if (body.starts_with("-----") || body.starts_with("=====")) {
+        if (analyses_.size() < limits_.max_rows) analyses_.push_back(std::move(*open));
+        open.reset();
+        state = 0;
+      } else if (state == 2 && open->file.empty()) {
+        // "main (/x/train.py:101)"
+        size_t paren = body.rfind(" (");
+        size_t colon = body.rfind(':');
+        if (paren == std::string_view::npos || colon == std::string_view::npos || colon < paren || !body.ends_with(")")) {
+          ++s_.malformed;
+          continue;
+        }
+        std::string_view file = body.substr(paren + 2, colon - paren - 2);
+        auto line = to_int(body.substr(colon + 1, body.size() - colon - 2));
+        if (!line) {
+          ++s_.malformed;
+          continue;
+        }
+        // PyTorch/XLA's own frames, and a hook's wrapper (tc's sitecustomize): not the program's.
+        if (file.find("/torch_xla/") != std::string_view::npos || file.ends_with("/sitecustomize.py")) continue;
+        open->function = std::string(body.substr(0, paren));
+        open->file = std::string(file);
+        open->line = *line;
+      }
+    }
+    if (open || !lines.done() || cut) s_.truncated = true;
+  }
+
+  Status write() {
+    if (!analyses_.empty() && processes_.size() > 1) {
+      note("PyTorch/XLA's debug output of several processes is not used (the hook's causes are)");
+      analyses_.clear();
+    }
+    for (Process& p : processes_) TC_RETURN_IF_ERROR(write_process(p));
+    return write_summary();
+  }
+
+  ImportSummary summary() const { return s_; }
+  ImportSummary& summary_ref() { return s_; }
+  void note(const std::string& n) { import_common::note(s_, n); }
+  std::string source_;
+
+ private:
+  void parse_log(std::string_view text, bool cut, uint32_t pid_from_name) {
+    if (import_common::drop_cut_line(text)) cut = true;
+    if (cut) s_.truncated = true;
+    Process p;
+    p.pid = pid_from_name;
+    import_common::Lines lines(text);
+    for (std::string_view line; lines.next(line);) {
+      ++s_.lines;
+      if (line.empty()) continue;
+      auto v = import_common::parse_record(line, s_);
+      if (!v) continue;
+      const std::string_view k = *v->str("k");
+      auto ts = v->int64("ts");
+      if (k == "start") {
+        auto pid = v->int64("pid");
+        if (!pid || *pid <= 0 || *pid > UINT32_MAX || !valid_ts(ts)) {
+          ++s_.malformed;
+          continue;
+        }
+        p.pid = static_cast<uint32_t>(*pid);
+        p.start = *ts;
+        if (auto ver = v->str("torch_xla"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
+        continue;
+      }
+      if (k != "sync" && k != "eval" && k != "input") {
+        ++s_.unknown_kinds;
+        continue;
+      }
+      Event e;
+      e.ts = ts.value_or(0);
+      auto file = v->str("file");
+      auto ln = v->int64("line");
+      if (!valid_ts(ts) || !file || !valid_count(ln) || p.events.size() >= limits_.max_rows) {
+        ++s_.malformed;
+        continue;
+      }
+      e.file = std::string(file->substr(0, 4096));
+      e.line = *ln;
+      if (k == "input") {
+        auto name = v->str("name");
+        const json::Value* shape = v->get("shape");
+        bool ok = name && !name->empty() && shape && shape->type == json::Value::kArray && shape->a.size() <= 64;
+        for (size_t i = 0; ok && i < shape->a.size(); ++i) {
+          const json::Value& d = shape->a[i];
+          ok = d.type == json::Value::kNumber && d.integral && d.i >= 0 && d.i < kMaxTs;
+          if (ok) e.shape.push_back(d.i);
+        }
+        if (!ok) {
+          ++s_.malformed;
+          continue;
+        }
+        e.kind = Event::kInput;
+        e.name = std::string(name->substr(0, 256));
+        e.end = e.ts;
+      } else {
+        auto compiles = v->int64("compiles");
+        auto compile_ns = v->int64("compile_ns");
+        if (!valid_count(compiles) || *compiles > 1000 || !valid_count(compile_ns)) {
+          ++s_.malformed;
+          continue;
+        }
+        e.compiles = *compiles;
+        e.compile_ns = *compile_ns;
+        if (k == "sync") {
+          auto end = v->int64("end");
+          if (!valid_ts(end) || *end < e.ts) {
+            ++s_.malformed;
+            continue;
+          }
+          e.kind = Event::kSync;
+          e.end = *end;
+        } else {
+          auto dur = v->int64("dur");
+          auto kind = v->str("kind");
+          if (!valid_count(dur) || !kind || (*kind != "item" && *kind != "to_host" && *kind != "print")) {
+            ++s_.malformed;
+            continue;
+          }
+          e.kind = Event::kEval;
+          e.end = e.ts + *dur;
+          e.eval_kind = std::string(*kind);
+          e.what = std::string(v->str("what").value_or(*kind).substr(0, 64));
+          e.fn = std::string(v->str("fn").value_or("").substr(0, 256));
+        }
+      }
+      p.events.push_back(std::move(e));
+    }
+    if (p.pid == 0) return note("a PyTorch/XLA log names no process");
+    processes_.push_back(std::move(p));
+  }
+
+  int64_t utid(uint32_t pid) { return t_.utid_for ? t_.utid_for(pid) : 0; }
+
+  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
+    return locations_.get(t_, s_, name, file, function, line);
+  }
+
+  using Inputs = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // name -> shape, in the order first moved
+
+  Status write_process(Process& p) {
+    const int64_t u = utid(p.pid);
+    // Steps: each sync, from the end of the one before it (the first: from the hook's start).
+    int64_t from = p.start;
+    int64_t step = 0;
+    for (const Event& e : p.events) {
+      if (e.kind != Event::kSync) continue;
+      if (from == 0) from = e.ts;
+      TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(e.end - from).i64(step++).i64(0).text("torch_xla").insert());
+      from = e.end;
+      ++s_.steps;
+    }
+    s_.step_function = "torch_xla.sync";
+    int64_t next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
+    std::map<std::string, int64_t> compiled;  // structure -> its compilations so far
+    Inputs now, before;                       // this step's graph inputs, the step before's
+    step = 0;
+    for (const Event& e : p.events) {
+      if (e.kind == Event::kInput) {
+        auto it = std::find_if(now.begin(), now.end(), [&](const auto& x) { return x.first == e.name; });
+        if (it == now.end()) now.emplace_back(e.name, e.shape);
+        continue;
+      }
+      if (e.kind == Event::kEval) {
+        auto loc = location(e.what, e.file, e.fn, e.line);
+        if (!loc.ok()) return loc.status();
+        auto row = t_.writer->row(store::schema::explicit_evaluations);
+        row.null().i64(u).i64(e.ts).i64(e.end - e.ts).i64(step).text(e.eval_kind).i64(*loc).i64(0).i64(0).text("torch_xla").text(e.what);
+        TC_RETURN_IF_ERROR(row.insert());
+        ++s_.explicit_evaluations;
+      }
+      for (int64_t c = 0; c < e.compiles; ++c) {
+        // The cause and frame: PyTorch/XLA's own, in order; without them the hook's.
+        Analysis a;
+        if (next_analysis_ < analyses_.size()) {
+          a = analyses_[next_analysis_++];
+        } else {
+          a.cause = e.kind == Event::kEval ? "most likely user code trying to access tensor value before torch_xla.sync" : "user torch_xla.sync";
+        }
+        if (a.file.empty()) {
+          a.file = e.file;
+          a.line = e.line;
+          a.function = e.fn;
+        }
+        const bool forced = a.cause.find("access tensor value") != std::string::npos;
+        const std::string structure = "torch_xla " + std::string(forced ? "evaluation" : "sync") + " at " + a.file + ":" + std::to_string(a.line);
+        const int64_t index = compiled[structure]++;
+        std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> dims;  // input, dim, old, new
+        for (const auto& [name, shape] : now) {
+          const std::string& input = name;  // clang 14 cannot capture a structured binding
+          auto old = std::find_if(before.begin(), before.end(), [&input](const auto& x) { return x.first == input; });
+          if (old == before.end() || old->second.size() != shape.size()) continue;
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (old->second[d] != shape[d]) dims.emplace_back(name, static_cast<int64_t>(d), old->second[d], shape[d]);
+        }
+        const char* reason = index == 0 ? "first" : !dims.empty() ? "shape_change" : "structure_change";
+        const int64_t each = e.compile_ns / std::max<int64_t>(e.compiles, 1);
+        const int64_t ts = std::max<int64_t>(1, e.end - e.compile_ns + c * each);
+        const int64_t graph = next_graph++;
+        s_.last_graph_id = graph;
+        auto loc = location(forced ? "evaluation" : "sync", a.file, a.function, a.line);
+        if (!loc.ok()) return loc.status();
+        auto row = t_.writer->row(store::schema::compilations);
+        row.null().i64(u).i64(ts).i64(each).i64(graph).i64(step);
+        row.text(structure + " #" + std::to_string(index)).text(structure).text(reason).text(forced ? "explicit_evaluation" : "mark_step").i64(*loc);
+        row.i64(0).i64(0).i64(0).i64(0).i64(0).i64(each).text("built");
+        if (std::string_view(reason) == "structure_change") row.text("PyTorch/XLA compiled a new graph with the same input shapes: " + a.cause); else row.null();
+        row.null();  // source_path
+        row.text("torch_xla").text(a.cause).null();
+        TC_RETURN_IF_ERROR(row.insert());
+        ++s_.compilations;
+        if (std::string_view(reason) != "shape_change") continue;
+        for (const auto& [name, dim, old, nw] : dims)
+          TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs).null().i64(u).i64(graph).text(name).i64(dim).i64(old).i64(nw).i64(0).insert());
+      }
+      if (e.kind == Event::kSync) {
+        ++step;
+        if (!now.empty()) before = std::move(now);
+        now.clear();
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
+
+  ImportTarget& t_;
+  const ImportLimits& limits_;
+  ImportSummary s_;
+  std::vector<Process> processes_;
+  std::vector<Analysis> analyses_;
+  size_t next_analysis_ = 0;
+  import_common::Locations locations_;
+};
+
+}  // namespace
+
+StatusOr<ImportSummary> import_xla_log(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
+  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_xla_log: no store to write to");
+  std::vector<std::string> logs = import_common::list_logs(dir, "xla-");
+  XlaImporter im(target, limits);
+  im.source_ = dir;
+  if (logs.empty()) return im.summary();
+  import_common::keep_first(logs, limits.max_files, "PyTorch/XLA logs", im.summary_ref());
+  for (const std::string& n : logs) im.read_log(dir + "/" + n, import_common::pid_in_name(n, "xla-"));
+  im.read_debug(dir + "/" + kDebugFile);
+  TC_RETURN_IF_ERROR(im.write());
+  return im.summary();
+}
+
+}  // namespace tc::collect

@@ -1,0 +1,69 @@
+// tc/trace/launcher.h: where an MPI launcher says a process sits in its job.
+//
+//   auto p = tc::trace::launcher::place(tc::trace::launcher::from_environment);
+//   if (p.rank >= 0) ...   // under mpirun: rank p.rank of p.size, job p.job
+//
+// The variables, in the order they are trusted: Open MPI's
+// OMPI_COMM_WORLD_RANK/SIZE, else PMI_RANK/PMI_SIZE (MPICH, Slurm's PMI); the
+// job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID. One list
+// for every reader: tc-profile (naming its store per rank, recording them in
+// run_env), tc::dist (the world size), and the analysis (a store's rank from
+// its run_env). Standard library only.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace tc::trace::launcher {
+
+inline constexpr std::string_view kJobVariables[] = {"PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID"};
+// Every variable tc records in run_env besides TC_*.
+inline constexpr std::string_view kVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",     "PMI_SIZE",
+                                                  "PMIX_NAMESPACE",       "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID", "SLURM_PROCID"};
+
+inline bool is_variable(std::string_view name) {
+  for (std::string_view v : kVariables)
+    if (v == name) return true;
+  return false;
+}
+
+struct Place {
+  int rank = -1;    // -1: no launcher
+  int size = 0;     // 0: unknown
+  std::string job;  // "" when unknown
+};
+
+// A getter for place(): the process's environment.
+inline const char* from_environment(std::string_view name) { return std::getenv(std::string(name).c_str()); }
+
+// `get(name)` gives a variable's value or nullptr (the environment, or a
+// store's run_env). A value that is not a number in [0, 2^24) counts as absent.
+template <class Get>
+Place place(Get&& get) {
+  auto number = [&](std::string_view name) -> int {
+    const char* v = get(name);
+    if (v == nullptr || *v == '\0') return -1;
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    return end && *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
+  };
+  Place p;
+  if (int rank = number("OMPI_COMM_WORLD_RANK"); rank >= 0) {
+    p.rank = rank;
+    p.size = number("OMPI_COMM_WORLD_SIZE");
+  } else if (int pmi = number("PMI_RANK"); pmi >= 0) {
+    p.rank = pmi;
+    p.size = number("PMI_SIZE");
+  }
+  if (p.size < 0) p.size = 0;
+  for (std::string_view v : kJobVariables) {
+    if (const char* s = get(v); s && *s) {
+      p.job = s;
+      break;
+    }
+  }
+  return p;
+}
+
+}  // namespace tc::trace::launcher

@@ -1,0 +1,210 @@
+// Framework importers (tc/collect/import.h) as diff tests: each fixture of
+// tests/fixtures/frameworks (real TORCH_TRACE logs, see
+// make_torch_fixtures.py) is imported into a fresh store, its tables are
+// printed as text, and the text must equal the fixture's expected.txt. Set
+// TC_UPDATE_EXPECTED=1 to rewrite expected.txt from what the import gives
+// (then read the diff: every number must be the fixture's own).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "../../profiler/collect/src/import/json.h"
+#include "import_test_util.h"
+#include "tc/analysis/report.h"
+#include "tc/collect/import.h"
+#include "tc/store/reader.h"
+#include "tc/store/writer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tc::collect::import_testing::kFixtures;
+using tc::collect::import_testing::read;
+
+struct Scratch : tc::collect::import_testing::Scratch {
+  Scratch() : tc::collect::import_testing::Scratch("tc_import_test") {}
+};
+
+// Imports `fixture` into a new store; returns the store's path.
+std::string import(const Scratch& s, const std::string& fixture, tc::collect::ImportSummary* summary = nullptr) {
+  const std::string path = (s.dir / (fixture + ".tcdb")).string();
+  auto w = tc::store::Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return path;
+  // The run's clock pair: its wall clock 1796149600 s after the epoch is store time 1 s.
+  tc::collect::ImportTarget t;
+  t.writer = w->get();
+  t.start_ts = 1'000'000'000;
+  t.start_unix_ns = 1'796'149'600'000'000'000;
+  t.first_graph_id = 100;
+  t.first_location_id = 50;
+  auto r = tc::collect::import_torch_trace(kFixtures + fixture, t);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok() && summary) *summary = *r;
+  EXPECT_TRUE((*w)->finalize().ok());
+  return path;
+}
+
+// The imported tables as text: times in ms from the first compilation.
+std::string tables(const std::string& path) {
+  tc::collect::import_testing::Tables tables(path);
+  if (!tables.ok()) return "";
+  auto dump = [&](const std::string& title, const std::string& sql) { tables.dump(title, sql); };
+  const std::string t0 = "(SELECT min(ts) FROM compilations)";
+  dump("compilations: frame, graph_id, step, ms after the first, ms, reason, trigger, function file:line, ops, cache, failure, diff",
+       "SELECT c.frame, c.graph_id, c.step, printf('%.3f', (c.ts - " + t0 + ") / 1e6), printf('%.3f', c.dur / 1e6), c.reason, c.trigger, "
+       "l.function || ' ' || l.file || ':' || l.line, c.nodes_before, c.cache, c.failure, c.diff "
+       "FROM compilations c JOIN locations l ON l.id = c.loc_id WHERE c.framework = 'torch.compile' ORDER BY c.ts, c.id");
+  dump("compilation_inputs: graph_id, input, dim, old, new, dynamic",
+       "SELECT graph_id, input, dim, old_value, new_value, dynamic FROM compilation_inputs ORDER BY graph_id, id");
+  dump("explicit_evaluations: graph_id, step, ms after the first compilation, kind, file:line in function, nodes, reason",
+       "SELECT e.graph_id, e.step, printf('%.3f', (e.ts - " + t0 + ") / 1e6), e.kind, l.file || ':' || l.line || ' in ' || l.function, e.nodes, e.reason "
+       "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id WHERE e.framework = 'torch.compile' ORDER BY e.ts, e.id");
+  dump("framework_imports: framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note",
+       "SELECT framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note FROM framework_imports");
+  return tables.text();
+}
+
+void diff_test(const std::string& fixture) {
+  Scratch s;
+  const std::string got = tables(import(s, fixture));
+  tc::collect::import_testing::expect_expected(fixture, got);
+}
+
+TEST(TorchTraceImport, DynamicPadding) { diff_test("torch-2.15.0-dynamic-padding"); }
+TEST(TorchTraceImport, RecompileLimit) { diff_test("torch-2.15.0-recompile-limit"); }
+TEST(TorchTraceImport, TruncatedImportsWhatIsComplete) { diff_test("torch-2.15.0-truncated"); }
+TEST(TorchTraceImport, UnknownKindIsCountedNotFatal) {
+  diff_test("torch-2.15.0-unknown-kind");
+  Scratch s;
+  tc::collect::ImportSummary sum;
+  import(s, "torch-2.15.0-unknown-kind", &sum);
+  EXPECT_EQ(sum.unknown_kinds, 1);
+  EXPECT_EQ(sum.malformed, 1);
+  EXPECT_EQ(tc::collect::describe_skipped(sum), "torch.compile trace: 1 record of an unknown kind and 1 malformed line skipped");
+}
+
+// A missing directory writes nothing; garbage of every sort is counted, never fatal.
+TEST(TorchTraceImport, BadInputIsCountedNeverFatal) {
+  Scratch s;
+  {
+    auto w = tc::store::Writer::create((s.dir / "none.tcdb").string());
+    ASSERT_TRUE(w.ok());
+    tc::collect::ImportTarget t;
+    t.writer = w->get();
+    auto r = tc::collect::import_torch_trace((s.dir / "no-such-dir").string(), t);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->files, 0);
+  }
+  fs::create_directories(s.dir / "bad");
+  std::ofstream(s.dir / "bad" / "a.log") << "V1201 00:00:00.000000 7 x.py:1] {\"compilation_metrics\": {\"compile_id\": 5}}\n"
+                                         << "V1201 00:00:00.000000 7 x.py:1] {\"compilation_metrics\": {\"compile_id\": \"0/0\", \"start_time_us\": -5}}\n"
+                                         << "V1201 00:00:00.000000 7 x.py:1] {not json\n"
+                                         << "\torphan payload? no: it belongs to the malformed line before, which has no record\n"
+                                         << "V1201 00:00:00.000000 99999999999 x.py:1] {\"str\": [\"a\", 0]}\n"
+                                         << "V1201 00:00:00.000000 7 x.py:1] {\"chromium_event\": {}}\n"
+                                         << "\t{\"name\": \"automatic_dynamic\", \"args\": {\"name\": 3}}\n"
+                                         << std::string(3, '\0') << "\n"
+                                         << "V1201 00:00:00.000000 7 x.py:1] {\"compilation_metrics\": {\"compile_id\": \"0/0\", \"start_time_us\": 1";
+  auto w = tc::store::Writer::create((s.dir / "bad.tcdb").string());
+  ASSERT_TRUE(w.ok());
+  tc::collect::ImportTarget t;
+  t.writer = w->get();
+  auto r = tc::collect::import_torch_trace((s.dir / "bad").string(), t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->compilations, 0);
+  EXPECT_EQ(r->malformed, 7);
+  EXPECT_TRUE(r->truncated);
+  ASSERT_TRUE((*w)->finalize().ok());
+}
+
+// The findings on an imported run, with steps as tc's hook would give them:
+// 13 steps of 100 ms from the first compilation, written as steps rows.
+tc::analysis::Report analyze_fixture(const Scratch& s, const std::string& fixture) {
+  const std::string path = (s.dir / (fixture + "-steps.tcdb")).string();
+  {
+    auto w = tc::store::Writer::create(path);
+    EXPECT_TRUE(w.ok());
+    tc::collect::ImportTarget t;
+    t.writer = w->get();
+    t.start_ts = 1'000'000'000;
+    t.start_unix_ns = 1'796'149'600'000'000'000;
+    // The fixture's first compilation starts about 202 s after that wall clock (18:30:02): steps end every 100 ms from 202.5 s.
+    for (int k = 0; k < 13; ++k) t.step_ends[7681].push_back(1'000'000'000 + 202'500'000'000 + int64_t{k} * 100'000'000);
+    auto r = tc::collect::import_torch_trace(kFixtures + fixture, t);
+    EXPECT_TRUE(r.ok());
+    int64_t prev = 1'000'000'000 + 202'400'000'000;
+    for (int k = 0; k < 13; ++k) {
+      int64_t end = t.step_ends[7681][static_cast<size_t>(k)];
+      EXPECT_TRUE((*w)->row(tc::store::schema::steps).null().i64(0).i64(prev).i64(end - prev).i64(k).i64(0).text("torch").insert().ok());
+      prev = end;
+    }
+    // The run row, as a collector writes it: started at store time 1 s, ended 10 s later.
+    EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
+                    .i64(1'000'000'000).i64(211'000'000'000).i64(1'796'149'600'000'000'000).i64(0).null().i64(1).i64(0).i64(0).text("")
+                    .null().text("tc").insert().ok());
+    EXPECT_TRUE((*w)->finalize().ok());
+  }
+  auto r = tc::store::Reader::open(path);
+  EXPECT_TRUE(r.ok());
+  auto report = tc::analysis::analyze(*r);
+  EXPECT_TRUE(report.ok()) << report.status().message();
+  return report.ok() ? *report : tc::analysis::Report{};
+}
+
+TEST(TorchTraceFindings, RecompileLimitIsFoundWithItsStep) {
+  Scratch s;
+  tc::analysis::Report rep = analyze_fixture(s, "torch-2.15.0-recompile-limit");
+  int limit = 0, shape = 0;
+  for (const auto& f : rep.findings) {
+    if (f.kind == "recompilation.limit_reached") {
+      ++limit;
+      // 0/3 started 2038.697 ms after 0/0, i.e. after the step ends at 202.5 .. 203.x s: the trace's own times.
+      EXPECT_NE(f.title.find("loss_of"), std::string::npos) << f.title;
+      EXPECT_NE(f.evidence_json.find("\"compilations_before\":3"), std::string::npos) << f.evidence_json;
+      EXPECT_NE(f.evidence_json.find("Dynamo recompile limit exceeded"), std::string::npos) << f.evidence_json;
+    }
+    if (f.kind == "recompilation.shape_change" && f.identity.starts_with("token_ids dim 1:")) {
+      ++shape;
+      EXPECT_EQ(f.identity, "token_ids dim 1: 21 39 40") << "the sizes that compiled; 16 hit the limit and compiled nothing";
+    }
+  }
+  EXPECT_EQ(limit, 1);
+  EXPECT_EQ(shape, 1);
+}
+
+TEST(TorchTraceFindings, DynamicDimsAreFound) {
+  Scratch s;
+  tc::analysis::Report rep = analyze_fixture(s, "torch-2.15.0-dynamic-padding");
+  std::set<std::string> dynamic;
+  for (const auto& f : rep.findings)
+    if (f.kind == "recompilation.dynamic_marked") dynamic.insert(f.identity);
+  EXPECT_EQ(dynamic, (std::set<std::string>{"token_ids dim 1", "token_ids dim 0", "targets dim 0"}));
+}
+
+TEST(ImportJson, StrictAndBounded) {
+  using tc::collect::json::parse;
+  EXPECT_TRUE(parse(R"({"a": [1, 2.5, "x\u00e9", null, true], "b": {"c": -3}})"));
+  auto v = parse(R"({"n": 12, "f": 1.5, "s": "t"})");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->int64("n"), 12);
+  EXPECT_EQ(v->int64("f"), std::nullopt);
+  EXPECT_EQ(v->str("n"), std::nullopt);
+  EXPECT_EQ(v->str("s"), std::optional<std::string_view>("t"));
+  std::string err;
+  EXPECT_FALSE(parse(R"({"a": 1,})", &err));
+  EXPECT_FALSE(err.empty());
+  EXPECT_FALSE(parse(R"({"a": 1, "a": 2})"));
+  EXPECT_FALSE(parse("[1] x"));
+  EXPECT_FALSE(parse("\"unterminated"));
+  EXPECT_FALSE(parse(std::string(100, '[') + std::string(100, ']')));
+  EXPECT_TRUE(parse(std::string(60, '[') + std::string(60, ']')));
+}
+
+}  // namespace

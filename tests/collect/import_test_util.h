@@ -1,0 +1,78 @@
+// Helpers for the framework importers' diff tests (import_test.cpp,
+// jax_import_test.cpp, xla_import_test.cpp): a scratch directory, the
+// imported tables as text, and the comparison with a fixture's expected.txt
+// (TC_UPDATE_EXPECTED=1 rewrites it instead).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tc/store/reader.h"
+
+namespace tc::collect::import_testing {
+
+inline const std::string kFixtures = std::string(TC_SOURCE_DIR) + "/tests/fixtures/frameworks/";
+
+// A directory of its own under the temporary directory, removed at the end.
+struct Scratch {
+  explicit Scratch(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::filesystem::path dir;
+};
+
+inline std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Query results as text: "== TITLE" and then each row, its columns joined by " | " (NULL for null).
+class Tables {
+ public:
+  explicit Tables(const std::string& path) : r_(tc::store::Reader::open(path)) { EXPECT_TRUE(r_.ok()) << r_.status().message(); }
+  bool ok() const { return r_.ok(); }
+  void dump(const std::string& title, const std::string& sql) {
+    out_ += "== " + title + "\n";
+    auto q = r_->query(sql);
+    while (q.next()) {
+      std::string line;
+      for (int c = 0; c < q.columns(); ++c) line += (c ? " | " : "") + (q.is_null(c) ? std::string("NULL") : std::string(q.text(c)));
+      out_ += line + "\n";
+    }
+    EXPECT_TRUE(q.status().ok()) << q.status().message();
+  }
+  const std::string& text() const { return out_; }
+
+ private:
+  decltype(tc::store::Reader::open(std::string())) r_;
+  std::string out_;
+};
+
+// `got` must equal the fixture's expected.txt less its opening comment lines ('#', where its numbers come from).
+inline void expect_expected(const std::string& fixture, const std::string& got) {
+  const std::string expected_path = kFixtures + fixture + "/expected.txt";
+  std::string expected = read(expected_path);
+  std::string body, header;
+  std::istringstream lines(expected);
+  for (std::string l; std::getline(lines, l);) (l.starts_with("#") ? header : body) += l + "\n";
+  if (const char* u = std::getenv("TC_UPDATE_EXPECTED"); u && std::string(u) == "1") {
+    std::ofstream(expected_path) << header << got;
+    return;
+  }
+  EXPECT_EQ(got, body) << "diff against " << expected_path;
+}
+
+}  // namespace tc::collect::import_testing

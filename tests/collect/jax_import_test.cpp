@@ -1,0 +1,165 @@
+// The JAX importer (tc/collect/import.h, import_jax_log) as diff tests: each
+// jax-* fixture of tests/fixtures/frameworks (the log tc's Python hook wrote
+// on a real run of samples/python/jax_classifier.py, see
+// make_jax_fixtures.py) is imported into a fresh store, its tables are
+// printed as text, and the text must equal the fixture's expected.txt. Set
+// TC_UPDATE_EXPECTED=1 to rewrite expected.txt from what the import gives
+// (then read the diff: every number must be the fixture's own).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "import_test_util.h"
+#include "tc/analysis/report.h"
+#include "tc/collect/import.h"
+#include "tc/store/reader.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tc::collect::import_testing::kFixtures;
+using tc::collect::import_testing::read;
+
+struct Scratch : tc::collect::import_testing::Scratch {
+  Scratch() : tc::collect::import_testing::Scratch("tc_jax_import_test") {}
+};
+
+// Imports `fixture` (a directory of jax-PID.log) into a new store, with the
+// run row a collector writes (so tc-analyze can read it); returns its path.
+std::string import(const Scratch& s, const std::string& dir, const std::string& name, tc::collect::ImportSummary* summary = nullptr) {
+  const std::string path = (s.dir / (name + ".tcdb")).string();
+  auto w = tc::store::Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return path;
+  tc::collect::ImportTarget t;
+  t.writer = w->get();
+  t.first_graph_id = 100;
+  t.first_location_id = 50;
+  auto r = tc::collect::import_jax_log(dir, t);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok() && summary) *summary = *r;
+  EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
+                  .i64(1).i64(INT64_C(1) << 61).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("").null().text("tc").insert().ok());
+  EXPECT_TRUE((*w)->finalize().ok());
+  return path;
+}
+
+// The imported tables as text: times in ms from the first compilation.
+std::string tables(const std::string& path) {
+  tc::collect::import_testing::Tables tables(path);
+  if (!tables.ok()) return "";
+  auto dump = [&](const std::string& title, const std::string& sql) { tables.dump(title, sql); };
+  const std::string t0 = "(SELECT min(ts) FROM compilations)";
+  dump("compilations: frame, graph_id, step, ms after the first, ms, lowering ms, backend ms, reason, trigger, name at call site in function, "
+       "structure, diff",
+       "SELECT c.frame, c.graph_id, c.step, printf('%.3f', (c.ts - " + t0 + ") / 1e6), printf('%.3f', c.dur / 1e6), printf('%.3f', c.codegen_ns / 1e6), "
+       "printf('%.3f', c.build_ns / 1e6), c.reason, c.trigger, l.name || ' at ' || l.file || ':' || l.line || ' in ' || l.function, c.shape_erased, c.diff "
+       "FROM compilations c JOIN locations l ON l.id = c.loc_id WHERE c.framework = 'jax' ORDER BY c.ts, c.id");
+  dump("compilation_inputs: graph_id, input, dim, old (JAX's before), new, dynamic",
+       "SELECT graph_id, input, dim, old_value, new_value, dynamic FROM compilation_inputs ORDER BY graph_id, id");
+  dump("explicit_evaluations: step, ms after the first compilation, ms, kind, file:line in function, reason",
+       "SELECT e.step, printf('%.3f', (e.ts - " + t0 + ") / 1e6), printf('%.3f', e.dur / 1e6), e.kind, l.file || ':' || l.line || ' in ' || l.function, e.reason "
+       "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id WHERE e.framework = 'jax' ORDER BY e.ts, e.id");
+  dump("steps: step, ms after the first compilation, ms",
+       "SELECT step, printf('%.3f', (ts - " + t0 + ") / 1e6), printf('%.3f', dur / 1e6) FROM steps WHERE framework = 'jax' ORDER BY ts");
+  dump("framework_imports: framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note",
+       "SELECT framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note FROM framework_imports");
+  return tables.text();
+}
+
+void diff_test(const std::string& fixture) {
+  Scratch s;
+  const std::string got = tables(import(s, kFixtures + fixture, fixture));
+  tc::collect::import_testing::expect_expected(fixture, got);
+}
+
+TEST(JaxLogImport, DynamicPadding) { diff_test("jax-0.10.2-dynamic-padding"); }
+TEST(JaxLogImport, TruncatedImportsWhatIsComplete) { diff_test("jax-0.10.2-truncated"); }
+TEST(JaxLogImport, UnknownKindIsCountedNotFatal) {
+  diff_test("jax-0.10.2-unknown-kind");
+  Scratch s;
+  tc::collect::ImportSummary sum;
+  import(s, kFixtures + "jax-0.10.2-unknown-kind", "u", &sum);
+  EXPECT_EQ(sum.unknown_kinds, 1);
+  EXPECT_EQ(sum.malformed, 1);
+  EXPECT_EQ(tc::collect::describe_skipped(sum), "jax log: 1 record of an unknown kind and 1 malformed line skipped");
+}
+
+// The findings on the imported run: the input, its dim and every length that
+// compiled, the pad plan with its saving, the short last batch, the forced
+// evaluation's line, the steps.
+TEST(JaxLogImport, FindingsOnTheImportedRun) {
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "jax-0.10.2-dynamic-padding", "f"));
+  ASSERT_TRUE(r.ok());
+  auto rep = tc::analysis::analyze(*r);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->summary.steps, 11);
+  EXPECT_EQ(rep->summary.step_source, "jit_call");
+  int shape = 0, short_batch = 0, eval = 0;
+  for (const auto& f : rep->findings) {
+    if (f.kind == "recompilation.shape_change" && f.identity.starts_with("token_ids dim 1:")) {
+      ++shape;
+      EXPECT_EQ(f.identity, "token_ids dim 1: 16 19 20 21 24 39 40 50 93 98") << "each length that compiled (40 twice: compiled once)";
+      EXPECT_GT(f.estimated_saving_s, 0) << f.suggestion;
+      EXPECT_NE(f.suggestion.find("Pad token_ids dim 1 to"), std::string::npos) << f.suggestion;
+    }
+    if (f.kind == "recompilation.shape_change" && f.identity == "token_ids dim 0: 4 8") {
+      ++short_batch;
+      EXPECT_NE(f.suggestion.find("short last batch (4 instead of 8)"), std::string::npos) << f.suggestion;
+    }
+    if (f.kind == "explicit_evaluation") {
+      ++eval;
+      EXPECT_EQ(f.identity, "item at /src/samples/python/jax_classifier.py:139");
+      EXPECT_NE(f.title.find("float() at jax_classifier.py:139"), std::string::npos) << f.title;
+      EXPECT_NE(f.title.find("11 times in 11 steps"), std::string::npos) << f.title;
+    }
+  }
+  EXPECT_EQ(shape, 1);
+  EXPECT_EQ(short_batch, 1);
+  EXPECT_EQ(eval, 1);
+}
+
+// A missing directory writes nothing; garbage of every sort is counted, never fatal.
+TEST(JaxLogImport, BadInputIsCountedNeverFatal) {
+  Scratch s;
+  {
+    auto w = tc::store::Writer::create((s.dir / "none.tcdb").string());
+    ASSERT_TRUE(w.ok());
+    tc::collect::ImportTarget t;
+    t.writer = w->get();
+    auto r = tc::collect::import_jax_log((s.dir / "no-such-dir").string(), t);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->files, 0);
+  }
+  fs::create_directories(s.dir / "bad");
+  std::ofstream(s.dir / "bad" / "jax-7.log")
+      << "{\"k\":\"start\",\"ts\":5,\"pid\":-1}\n"                                        // a pid that is none
+      << "{\"k\":\"call\",\"f\":0,\"ts\":9,\"end\":3}\n"                                   // ends before it starts
+      << "{\"k\":\"dur\",\"ts\":9,\"event\":\"/jax/core/compile/backend_compile_duration\",\"s\":-1,\"fun\":\"f\"}\n"
+      << "{\"k\":\"miss\",\"ts\":9,\"msg\":\"TRACING CACHE MISS at nowhere\"}\n"            // no call site
+      << "{\"k\":\"eval\",\"ts\":9,\"dur\":1,\"kind\":\"rm -rf\",\"file\":\"x.py\",\"line\":1}\n"  // a kind the hook never writes
+      << "[1, 2]\n"
+      << std::string(3, '\0') << "\n"
+      << "{\"k\":\"call\",\"f\":0,\"ts\":1";                                              // cut
+  auto w = tc::store::Writer::create((s.dir / "bad.tcdb").string());
+  ASSERT_TRUE(w.ok());
+  tc::collect::ImportTarget t;
+  t.writer = w->get();
+  auto r = tc::collect::import_jax_log((s.dir / "bad").string(), t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->compilations, 0);
+  EXPECT_EQ(r->steps, 0);
+  EXPECT_EQ(r->malformed, 7);
+  EXPECT_TRUE(r->truncated);
+  ASSERT_TRUE((*w)->finalize().ok());
+}
+
+}  // namespace

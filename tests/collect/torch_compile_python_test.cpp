@@ -1,0 +1,152 @@
+// End to end: an unmodified torch.compile script (samples/python/
+// torch_compile_classifier.py, CPU, Inductor) under plain `tc-profile`, then
+// `tc-analyze --json`: tc's own findings on what torch.compile logged
+// (TORCH_TRACE, imported at the end of the run) and the steps tc's Python
+// hook marked (optimizer.step()). The venv is the one scripts/test.sh makes
+// (.tc-test-venv); without it the test is skipped, unless
+// TC_REQUIRE_PYTHON_PEERS=1. 11 steps of a 32-wide model: about 20 s here.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/json.h"
+#include "support/process.h"
+#include "tc/trace/trace.h"
+
+using tc::test::bin;
+using tc::test::Exit;
+using tc::test::JsonParser;
+using tc::test::JsonValue;
+using tc::test::TempDir;
+
+namespace {
+
+std::string python() {
+  if (const char* p = std::getenv("TC_TEST_PYTHON"); p && *p) return p;
+  return std::string(TC_SOURCE_DIR) + "/.tc-test-venv/bin/python";
+}
+
+const std::string kSample = std::string(TC_SOURCE_DIR) + "/samples/python/torch_compile_classifier.py";
+
+// The line of the sample that reads the loss back inside the compiled step.
+int item_line() {
+  std::ifstream in(kSample);
+  int n = 0;
+  for (std::string l; std::getline(in, l);) {
+    ++n;
+    if (l.find("return loss, loss.item()") != std::string::npos) return n;
+  }
+  return -1;
+}
+
+std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
+  std::vector<const JsonValue*> out;
+  for (const JsonValue& f : j["findings"].a)
+    if (f["kind"].s == kind) out.push_back(&f);
+  return out;
+}
+
+TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  const std::string py = python();
+  if (!std::filesystem::exists(py) || tc::test::run({py, "-c", "import torch"}).code != 0) {
+    const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");
+    if (require && std::string(require) == "1") FAIL() << py << " lacks torch; scripts/test.sh installs it";
+    GTEST_SKIP() << py << " lacks torch (scripts/test.sh installs it into .tc-test-venv)";
+  }
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  // 84 quotes in batches of 8: 10 full batches and a short one of 4. Inductor's
+  // cache goes to the test's own directory, so every run compiles from cold.
+  Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "84", "--batch-size", "8", "--print-shapes"},
+                         {{"TORCHINDUCTOR_CACHE_DIR", dir.file("inductor")}, {"TORCH_TRACE", ""}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  // "shapes: 8x39 8x40 ... 4x57": what the script padded each batch to.
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  {
+    size_t at = e.out.find("shapes: ");
+    ASSERT_NE(at, std::string::npos) << e.out;
+    std::istringstream in(e.out.substr(at + 8, e.out.find('\n', at) - at - 8));
+    for (std::string s; in >> s;) shapes.emplace_back(std::stoll(s.substr(0, s.find('x'))), std::stoll(s.substr(s.find('x') + 1)));
+  }
+  ASSERT_EQ(shapes.size(), 11u);
+  ASSERT_EQ(shapes.back().first, 4);
+
+  Exit a = tc::test::run({bin("tc-analyze"), out, "--json"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  JsonValue j = JsonParser(a.out).parse();
+  // Steps: one per optimizer.step(), from tc's hook.
+  EXPECT_EQ(j["summary"]["steps"].n, 11);
+  EXPECT_EQ(j["summary"]["step_source"].s, "optimizer_step");
+
+  // The padded length: token_ids dim 1, the first two lengths compiled (the second made it dynamic), with a plan that saves.
+  const JsonValue* length = nullptr;
+  const JsonValue* batch = nullptr;
+  for (const JsonValue* f : findings(j, "recompilation.shape_change")) {
+    const JsonValue& ev = (*f)["evidence"];
+    if (ev["input"].s == "token_ids" && ev["dim"].n == 1) length = f;
+    if (ev["dim"].n == 0 && ev["short_last_batch"].b) batch = f;
+  }
+  ASSERT_NE(length, nullptr) << a.out;
+  std::set<int64_t> compiled;
+  for (const JsonValue& v : (*length)["evidence"]["values"].a) compiled.insert(static_cast<int64_t>(v["value"].n));
+  int64_t second = 0;
+  for (const auto& [rows, len] : shapes)
+    if (len != shapes.front().second) {
+      second = len;
+      break;
+    }
+  EXPECT_EQ(compiled, (std::set<int64_t>{shapes.front().second, second})) << a.out;
+  const JsonValue& ev = (*length)["evidence"];
+  EXPECT_GT(std::max(ev["pad"]["estimated_saving_s"].n, ev["buckets"]["estimated_saving_s"].n), 0) << a.out;
+  EXPECT_GE(ev["pad"]["to"].n, static_cast<double>(*compiled.rbegin()));
+  // The short last batch: 4 rows instead of 8.
+  ASSERT_NE(batch, nullptr) << a.out;
+  EXPECT_NE((*batch)["suggestion"].s.find("short last batch (4 instead of 8)"), std::string::npos) << (*batch)["suggestion"].s;
+  // The graph break at the .item() line.
+  auto breaks = findings(j, "explicit_evaluation");
+  ASSERT_EQ(breaks.size(), 1u) << a.out;
+  const std::string site = (*breaks[0])["evidence"]["call_site"].s;
+  EXPECT_EQ(site, kSample + ":" + std::to_string(item_line()));
+  EXPECT_EQ((*breaks[0])["evidence"]["kind"].s, "item");
+  // The dims torch.compile made dynamic.
+  bool dynamic_length = false;
+  for (const JsonValue* f : findings(j, "recompilation.dynamic_marked"))
+    dynamic_length = dynamic_length || ((*f)["evidence"]["input"].s == "token_ids" && (*f)["evidence"]["dim"].n == 1);
+  EXPECT_TRUE(dynamic_length) << a.out;
+  // Nothing of the private TORCH_TRACE directory is left.
+  EXPECT_EQ(j["notes"].a.size(), 0u) << a.out;
+}
+
+// The fixes: --pad-to 128 --drop-last --no-item leave one compilation of the
+// step's frame, no graph break, and no shape-change finding.
+TEST(TorchCompilePython, TheFixesLeaveNothingToFind) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  const std::string py = python();
+  if (!std::filesystem::exists(py) || tc::test::run({py, "-c", "import torch"}).code != 0) {
+    const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");
+    if (require && std::string(require) == "1") FAIL() << py << " lacks torch; scripts/test.sh installs it";
+    GTEST_SKIP() << py << " lacks torch (scripts/test.sh installs it into .tc-test-venv)";
+  }
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "84", "--batch-size", "8", "--pad-to", "128",
+                          "--drop-last", "--no-item"},
+                         {{"TORCHINDUCTOR_CACHE_DIR", dir.file("inductor")}, {"TORCH_TRACE", ""}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  Exit a = tc::test::run({bin("tc-analyze"), out, "--json"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  JsonValue j = JsonParser(a.out).parse();
+  EXPECT_EQ(j["summary"]["steps"].n, 10);
+  EXPECT_EQ(j["summary"]["compilations"].n, 1) << a.out;
+  EXPECT_TRUE(findings(j, "recompilation.shape_change").empty()) << a.out;
+  EXPECT_TRUE(findings(j, "explicit_evaluation").empty()) << a.out;
+}
+
+}  // namespace
