@@ -146,6 +146,17 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
     case Op::Cast:
       if (n.inputs[0]->dtype == DType::f32 && n.dtype == DType::f32) r[0] = g;
       break;  // casts through integers carry no gradient
+    case Op::Attention: {
+      // One op for d qkv (scores recomputed from qkv); the mask has none.
+      if (!want[0]) break;
+      std::vector<NodePtr> ins{n.inputs[0], self, g.node()};
+      if (n.inputs.size() > 1) ins.push_back(n.inputs[1]);
+      r[0] = wrap(make_node(Op::AttentionGrad, DType::f32, n.inputs[0]->shape, ins, n.attrs, w));
+      break;
+    }
+    case Op::AttentionGrad:
+      throw Error(std::string("tc::grad: a second derivative through self_attention (") + w.file_name() + ":" +
+                  std::to_string(w.line()) + ") is not supported");
     case Op::AllReduce:
       for (bool x : want)
         if (x)

@@ -54,6 +54,14 @@ struct CGraph {
 
 bool is_elementwise(Op op);  // unary, binary, where, cast
 bool is_movement(Op op);     // reshape, broadcast, permute, slice
+bool is_attention(Op op);    // attention, attention_grad
+// The materialized node whose buffer holds node i's value in row-major
+// order: i, or the base of a chain of reshapes of it; -1 when none has one.
+int buffer_base(const CGraph& g, int i);
+// FLOPs of an attention op (kernels table, eager and compiled alike): its
+// matrix products plus about one per score for the softmax (forward) or
+// two (the gradient's softmax and dS).
+int64_t attention_flops(const Shape& qkv, int64_t heads, bool backward);
 
 // ---- passes --------------------------------------------------------------
 struct PassInfo {
@@ -96,7 +104,7 @@ struct KExpr {
 };
 
 struct Kernel {
-  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd, Collective } kind = Elementwise;
+  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd, Collective, Attention } kind = Elementwise;
   int root = -1;        // the CGraph node it produces
   int out_buf = -1;     // Program buffer written
   DType out_dtype = DType::f32;
@@ -129,6 +137,12 @@ struct Kernel {
   // out_buf for the graph's `ordinal`-th collective.
   std::vector<int> pack;
   int64_t ordinal = -1;
+  // Attention (an Op::Attention or Op::AttentionGrad root; backward for the
+  // latter): qkv [B, T, 3D] in a_buf, the key mask [B, T] in b_buf (-1:
+  // none); the gradient also reads the attention's value in o_buf and its
+  // adjoint in do_buf. loop = {B, T, heads, Dh}; alpha_scale the score scale.
+  bool backward = false;
+  int o_buf = -1, do_buf = -1;
   std::vector<int> reads;  // buffers read
 };
 

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "collective.h"
+#include "compile.h"
 #include "events.h"
 #include "ir.h"
 #include "random.h"
@@ -259,6 +260,71 @@ void gather_op(Node& n, bool scatter) {
   });
 }
 
+// Op::Attention / Op::AttentionGrad (tc::self_attention), per batch and head:
+// S = scale Q K^T with padded keys set to -1e9, P = softmax over each row,
+// O = P V; the gradient recomputes P, then dV = P^T dO, dP = dO V^T,
+// dS = P (dP - rowsum(dO O)) (0 at padded keys), dQ = scale dS K,
+// dK = scale dS^T Q. Q, K, V, dQ, dK, dV are [T, Dh] slices of [B, T, 3D]
+// rows (leading dimension 3D), O and dO of [B, T, D] rows.
+void attention_op(Node& n) {
+  const bool grad = n.op == Op::AttentionGrad;
+  const Node& x = *n.inputs[0];
+  const std::size_t mask_at = grad ? 3 : 1;
+  const uint8_t* mask = n.inputs.size() > mask_at ? n.inputs[mask_at]->data->as<uint8_t>() : nullptr;
+  const int64_t B = x.shape[0], T = x.shape[1], D = x.shape[2] / 3, H = n.attrs.ints[0], Dh = D / H;
+  const float scale = static_cast<float>(n.attrs.scalar);
+  const float* qkv = x.data->as<float>();
+  const float* o = grad ? n.inputs[1]->data->as<float>() : nullptr;
+  const float* d_o = grad ? n.inputs[2]->data->as<float>() : nullptr;
+  float* out = n.data->as<float>();
+  if (n.numel() == 0) return;
+  if (grad) std::fill(out, out + n.numel(), 0.0f);
+  if (T == 0) return;
+  const int t = static_cast<int>(T), dh = static_cast<int>(Dh), ld = static_cast<int>(3 * D), ldo = static_cast<int>(D);
+  std::vector<float> p(static_cast<std::size_t>(T * T)), dp(grad ? p.size() : 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const float* q = qkv + b * T * 3 * D + h * Dh;
+      const float* k = q + D;
+      const float* v = q + 2 * D;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, dh, scale, q, ld, k, ld, 0.0f, p.data(), t);
+      for (int64_t i = 0; i < T; ++i) {
+        float* row = p.data() + i * T;
+        if (mask)
+          for (int64_t j = 0; j < T; ++j)
+            if (mask[b * T + j]) row[j] = -1e9f;
+        float m = row[0];
+        for (int64_t j = 1; j < T; ++j) m = row[j] > m ? row[j] : m;
+        double sum = 0;
+        for (int64_t j = 0; j < T; ++j) sum += row[j] = std::exp(row[j] - m);
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < T; ++j) row[j] *= inv;
+      }
+      if (!grad) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, dh, t, 1.0f, p.data(), t, v, ld, 0.0f,
+                    out + b * T * D + h * Dh, ldo);
+        continue;
+      }
+      const float* go = d_o + b * T * D + h * Dh;
+      const float* oo = o + b * T * D + h * Dh;
+      float* dq = out + b * T * 3 * D + h * Dh;
+      float* dk = dq + D;
+      float* dv = dq + 2 * D;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, dh, t, 1.0f, p.data(), t, go, ldo, 0.0f, dv, ld);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, dh, 1.0f, go, ldo, v, ld, 0.0f, dp.data(), t);
+      for (int64_t i = 0; i < T; ++i) {
+        double di = 0;
+        for (int64_t j = 0; j < Dh; ++j) di += static_cast<double>(go[i * D + j]) * oo[i * D + j];
+        float* ds = dp.data() + i * T;
+        const float* pr = p.data() + i * T;
+        for (int64_t j = 0; j < T; ++j)
+          ds[j] = mask && mask[b * T + j] ? 0.0f : pr[j] * (ds[j] - static_cast<float>(di));
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, dh, t, scale, dp.data(), t, k, ld, 0.0f, dq, ld);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, dh, t, scale, dp.data(), t, q, ld, 0.0f, dk, ld);
+    }
+}
+
 template <typename T>
 T cast_value(double v) {
   if constexpr (std::is_same_v<T, uint8_t>) return v != 0 ? 1 : 0;
@@ -382,6 +448,7 @@ void execute_node(Node& n) {
       all_reduce_mean_inplace(o, n.numel(), static_cast<int64_t>(n.inputs.size()), n.where);
       break;
     }
+    case Op::Attention: case Op::AttentionGrad: attention_op(n); break;
     case Op::Count: throw Error("tc: internal: bad op");
   }
 }
@@ -416,6 +483,8 @@ int64_t eager_kernel(const Node& n) {
            : reduce                     ? "reduce"
            : n.op == Op::ScatterAdd     ? "scatter"
            : n.op == Op::AllReduce      ? "collective"
+           : n.op == Op::Attention      ? "attention"
+           : n.op == Op::AttentionGrad  ? "attention_grad"
                                         : "elementwise";
   k.ops = op_name(n.op);
   for (int64_t d : n.shape) k.loop += (k.loop.empty() ? "" : "x") + std::to_string(d);
@@ -426,6 +495,8 @@ int64_t eager_kernel(const Node& n) {
     const Shape& a = n.inputs[0]->shape;
     k.flops = 2 * n.numel() * a.back();
     k.loop += "x" + std::to_string(a.back());
+  } else if (n.op == Op::Attention || n.op == Op::AttentionGrad) {
+    k.flops = attention_flops(n.inputs[0]->shape, n.attrs.ints[0], n.op == Op::AttentionGrad);
   } else if (reduce) {
     k.flops = n.inputs[0]->numel();
   } else if (n.op >= Op::Neg && n.op <= Op::Where) {  // arithmetic; movement and constants do none

@@ -46,6 +46,9 @@ enum class Op : uint8_t {
   // collectives (tc::dist): a step's graph runs them at their place
   AllReduce,   // the f32 inputs (any shapes) packed flat, in order, into [total], averaged over the
                // ranks (compiler/src/collective.h); in a CGraph attrs.ints[0] is its ordinal there
+  // fused attention (tc::self_attention): attrs.ints = {heads}, attrs.scalar = the score scale
+  Attention,      // (qkv [B, T, 3D], key mask b8 [B, T] optional) -> [B, T, D]
+  AttentionGrad,  // (qkv, out, d out, key mask optional) -> d qkv [B, T, 3D]; out is the Attention's value
   Count
 };
 inline constexpr int kOpCount = static_cast<int>(Op::Count);

@@ -17,6 +17,7 @@ const char* kind_name(Kernel::Kind k) {
     case Kernel::MatMul: return "matmul";
     case Kernel::ScatterAdd: return "scatter";
     case Kernel::Collective: return "collective";
+    case Kernel::Attention: return "attention";
   }
   return "?";
 }
@@ -56,6 +57,15 @@ bool arithmetic(KOp k) { return k == KOp::Unary || k == KOp::Binary || k == KOp:
 
 }  // namespace
 
+int64_t attention_flops(const Shape& qkv, int64_t heads, bool backward) {
+  if (qkv.size() != 3 || heads <= 0) return 0;
+  const int64_t B = qkv[0], T = qkv[1], D = qkv[2] / 3;
+  // Forward: QK^T and PV (2 T^2 D each over the heads), softmax about 5 per
+  // score. Gradient: QK^T again, dV, dP, dQ, dK, softmax and dS about 8 per score.
+  const int64_t products = backward ? 5 : 2, per_score = backward ? 8 : 5;
+  return B * (products * 2 * T * T * D + per_score * heads * T * T);
+}
+
 std::vector<KernelInfo> describe_kernels(const CGraph& g, const Program& p) {
   std::vector<KernelInfo> out;
   out.reserve(p.kernels.size());
@@ -88,7 +98,12 @@ std::vector<KernelInfo> describe_kernels(const CGraph& g, const Program& p) {
     };
     int64_t arith = 0;
     for (const KExpr& e : k.ex) arith += arithmetic(e.k);
-    if (k.kind == Kernel::MatMul) {
+    if (k.kind == Kernel::Attention) {
+      info.kind = k.backward ? "attention_grad" : "attention";
+      info.loop = extent(k.loop);
+      const int64_t B = k.loop[0], T = k.loop[1], H = k.loop[2], Dh = k.loop[3];
+      info.flops = attention_flops({B, T, 3 * H * Dh}, H, k.backward);
+    } else if (k.kind == Kernel::MatMul) {
       Shape dims = k.batch;
       dims.insert(dims.end(), {k.M, k.N, k.K});
       info.loop = extent(dims);

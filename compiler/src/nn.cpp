@@ -136,23 +136,21 @@ Tensor MultiHeadAttention::attend(const Tensor& x, const Tensor& mask, loc w) {
   if (x.rank() != 3 || x.shape()[2] != dim)
     throw ShapeError("MultiHeadAttention", x.shape(), Shape{-1, -1, dim}, w.file_name(), w.line(),
                      "input must be [batch, seq, dim]");
-  int64_t B = x.shape()[0], T = x.shape()[1], H = heads, Dh = dim / heads;
-  auto split = [&](Linear& lin) {
-    return permute(lin.forward(x, w).reshape({B, T, H, Dh}, w), {0, 2, 1, 3}, w);  // [B,H,T,Dh]
-  };
-  Tensor qh = split(q), kh = split(k), vh = split(v);
-  Tensor scores = mul(matmul(qh, transpose(kh, -2, -1, w), w),
-                      constant(1.0 / std::sqrt(static_cast<double>(Dh)), DType::f32, w), w);
+  int64_t B = x.shape()[0], T = x.shape()[1];
   if (mask.defined()) {
     if (mask.dtype() != DType::b8)
       misuse("MultiHeadAttention: key_padding_mask must be b8 (true = padding)", w);
     if (mask.shape() != Shape{B, T})
       throw ShapeError("MultiHeadAttention", mask.shape(), Shape{B, T}, w.file_name(), w.line(),
                        "key_padding_mask must be [batch, seq]");
-    scores = masked_fill(scores, mask.reshape({B, 1, 1, T}, w), -1e9, w);
   }
-  Tensor ctx = matmul(softmax(scores, -1, w), vh, w);                       // [B,H,T,Dh]
-  ctx = permute(ctx, {0, 2, 1, 3}, w).reshape({B, T, dim}, w);
+  // One product for q, k and v: x [B, T, dim] x [dim, 3 dim] (the three
+  // weights side by side; their gradients are slices of its gradient), then
+  // the fused attention over the packed result.
+  Tensor wqkv = concat({q.weight, k.weight, v.weight}, 1, w);
+  Tensor qkv = matmul(x, wqkv, w);
+  if (q.bias.defined()) qkv = add(qkv, concat({q.bias, k.bias, v.bias}, 0, w), w);
+  Tensor ctx = self_attention(qkv, heads, mask, w);  // [B, T, dim]
   return out.forward(ctx, w);
 }
 

@@ -43,7 +43,7 @@ const char* op_name(Op op) {
       "data", "fill", "random", "arange", "neg", "relu", "tanh", "sigmoid", "exp", "log", "sqrt",
       "rsqrt", "abs", "not", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le",
       "gt", "ge", "eq", "ne", "where", "sum", "max", "matmul", "reshape", "permute", "broadcast",
-      "slice", "concat", "gather", "scatter_add", "one_hot", "cast", "all_reduce_mean"};
+      "slice", "concat", "gather", "scatter_add", "one_hot", "cast", "all_reduce_mean", "attention", "attention_grad"};
   static_assert(sizeof(names) / sizeof(names[0]) == kOpCount, "op_name table out of sync with Op");
   return names[static_cast<int>(op)];
 }
@@ -390,6 +390,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, loc w) {
   out.push_back(sa[sa.size() - 2]);
   out.push_back(sb.back());
   return wrap(make_node(Op::MatMul, DType::f32, out, {na, nb}, {}, w));
+}
+
+// ---- attention ----------------------------------------------------------------
+
+Tensor self_attention(const Tensor& qkv, int64_t heads, const Tensor& mask, loc w) {
+  auto n = need(qkv, "self_attention", w);
+  need_dtype(qkv, {DType::f32}, "self_attention", w);
+  const Shape& s = n->shape;
+  if (s.size() != 3 || heads <= 0 || s[2] % (3 * heads) != 0 || s[2] == 0)
+    throw ShapeError("self_attention", s, Shape{heads}, w.file_name(), w.line(),
+                     "qkv must be [batch, seq, 3 * heads * head_dim]");
+  int64_t D = s[2] / 3;
+  std::vector<NodePtr> ins{n};
+  if (mask.defined()) {
+    if (mask.dtype() != DType::b8) misuse("self_attention: key_padding_mask must be b8 (true = padding)", w);
+    if (mask.shape() != Shape{s[0], s[1]})
+      throw ShapeError("self_attention", mask.shape(), Shape{s[0], s[1]}, w.file_name(), w.line(),
+                       "key_padding_mask must be [batch, seq]");
+    ins.push_back(mask.node());
+  }
+  Attrs a;
+  a.ints = {heads};
+  a.scalar = 1.0 / std::sqrt(static_cast<double>(D / heads));
+  return wrap(make_node(Op::Attention, DType::f32, {s[0], s[1], D}, ins, a, w));
 }
 
 // ---- movement ---------------------------------------------------------------

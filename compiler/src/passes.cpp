@@ -16,6 +16,17 @@ namespace tc::detail {
 bool is_elementwise(Op op) {
   return (op >= Op::Neg && op <= Op::Where) || op == Op::Cast;
 }
+bool is_attention(Op op) { return op == Op::Attention || op == Op::AttentionGrad; }
+
+int buffer_base(const CGraph& g, int i) {
+  for (;;) {
+    const CNode& n = g.nodes[static_cast<std::size_t>(i)];
+    if (n.materialize) return i;
+    if (n.op != Op::Reshape) return -1;
+    i = n.in[0];
+  }
+}
+
 bool is_movement(Op op) {
   return op == Op::Reshape || op == Op::Broadcast || op == Op::Permute || op == Op::Slice;
 }
@@ -306,8 +317,12 @@ void fuse_elementwise(CGraph& g) {
     // A collective packs whole buffers: it and each of its inputs get one.
     bool feeds_collective = false;
     for (int k : users[i]) feeds_collective = feeds_collective || g.nodes[static_cast<std::size_t>(k)].op == Op::AllReduce;
+    // Attention reads whole buffers too; a reshape of a buffer is read in place (buffer_base).
+    bool feeds_attention = false;
+    for (int k : users[i]) feeds_attention = feeds_attention || is_attention(g.nodes[static_cast<std::size_t>(k)].op);
     bool m = is_out[i] || n.op == Op::MatMul || n.op == Op::Sum || n.op == Op::Max ||
-             n.op == Op::ScatterAdd || n.op == Op::AllReduce || feeds_collective;
+             n.op == Op::ScatterAdd || n.op == Op::AllReduce || is_attention(n.op) || feeds_collective ||
+             (feeds_attention && !(n.op == Op::Reshape && buffer_base(g, n.in[0]) >= 0));
     cheap[i] = n.op == Op::Fill || n.op == Op::Arange ||
                (is_movement(n.op) && cheap[static_cast<std::size_t>(n.in[0])]);
     if (!m && !cheap[i]) {
@@ -432,6 +447,15 @@ void verify(const CGraph& g, const char* after) {
       if (a.size() < 2 || b.size() < 2 || a.back() != b[b.size() - 2]) fail(i, "matmul inner dimensions differ");
     }
     if (n.op == Op::Fill && !n.in.empty()) fail(i, "a fill with inputs");
+    if (is_attention(n.op)) {
+      const Shape& x = in(0).shape;
+      if (x.size() != 3 || n.attrs.ints.size() != 1 || n.attrs.ints[0] <= 0 || x[2] % (3 * n.attrs.ints[0]) != 0)
+        fail(i, "attention's qkv is not [B, T, 3 * heads * Dh]");
+      const Shape want = n.op == Op::Attention ? Shape{x[0], x[1], x[2] / 3} : x;
+      if (n.shape != want) fail(i, "attention's shape is not its qkv's");
+      for (std::size_t k = 0; n.materialize && k < n.in.size(); ++k)
+        if (buffer_base(g, n.in[k]) < 0) fail(i, "an attention input has no buffer");
+    }
     if (n.op == Op::AllReduce) {
       int64_t total = 0;
       for (std::size_t k = 0; k < n.in.size(); ++k) total += in(k).numel();

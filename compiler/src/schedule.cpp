@@ -452,6 +452,27 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
         k.pack.push_back(buf);
         b.identity_loads[buf] = false;
       }
+    } else if (is_attention(n.op)) {
+      k.kind = Kernel::Attention;
+      k.backward = n.op == Op::AttentionGrad;
+      const Shape& x = g.nodes[static_cast<std::size_t>(n.in[0])].shape;
+      const int64_t heads = n.attrs.ints.at(0);
+      k.loop = {x[0], x[1], heads, x[2] / 3 / heads};
+      k.alpha_scale = n.attrs.scalar;
+      auto buffer = [&](int in) {
+        int base = buffer_base(g, in);
+        int buf = base < 0 ? -1 : buf_of[static_cast<std::size_t>(base)];
+        if (buf < 0) throw Error("tc: internal: an attention input has no buffer");
+        b.identity_loads[buf] = false;
+        return buf;
+      };
+      k.a_buf = buffer(n.in[0]);
+      std::size_t mask_at = k.backward ? 3 : 1;
+      if (n.in.size() > mask_at) k.b_buf = buffer(n.in[mask_at]);
+      if (k.backward) {
+        k.o_buf = buffer(n.in[1]);
+        k.do_buf = buffer(n.in[2]);
+      }
     } else if (n.op == Op::MatMul) {
       k.kind = Kernel::MatMul;
       const Shape &sa = g.nodes[static_cast<std::size_t>(n.in[0])].shape,
@@ -597,6 +618,8 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
       if (kn.out_buf == old) kn.out_buf = slot;
       if (kn.a_buf == old) kn.a_buf = slot;
       if (kn.b_buf == old) kn.b_buf = slot;
+      if (kn.o_buf == old) kn.o_buf = slot;
+      if (kn.do_buf == old) kn.do_buf = slot;
       for (int& x : kn.pack)
         if (x == old) x = slot;
       for (KExpr& e : kn.ex)
@@ -627,6 +650,11 @@ void check_kernels(const Program& p, const char* after, std::vector<int>& first,
     for (const KExpr& e : kn.ex)
       if (e.k == KOp::Load && !declared(e.buf)) fail(k, "loads buffer " + std::to_string(e.buf) + " it does not declare");
     if (kn.kind == Kernel::MatMul && (!declared(kn.a_buf) || !declared(kn.b_buf))) fail(k, "matmul operand not declared");
+    if (kn.kind == Kernel::Attention) {
+      for (int b : {kn.a_buf, kn.b_buf, kn.o_buf, kn.do_buf})
+        if (b >= 0 && !declared(b)) fail(k, "attention operand not declared");
+      if (kn.a_buf < 0 || (kn.backward && (kn.o_buf < 0 || kn.do_buf < 0))) fail(k, "attention without its operands");
+    }
     for (int b : kn.reads) {
       auto bi = static_cast<std::size_t>(b);
       if (p.bufs[bi].kind == BufKind::arena && p.bufs[bi].bytes > 0 && first[bi] < 0)

@@ -45,6 +45,34 @@ double gelu_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
+// Multi-head self-attention over packed qkv [B, T, 3D] (tc::self_attention):
+// padded keys (mask[b, j] != 0) score -1e9, as masked_fill would.
+Arr attention_ref(const Arr& x, const Arr* mask, int64_t H) {
+  const int64_t B = x.s[0], T = x.s[1], D = x.s[2] / 3, Dh = D / H;
+  const double scale = 1 / std::sqrt(double(Dh));
+  Arr o{{B, T, D}, std::vector<double>(static_cast<std::size_t>(B * T * D), 0)};
+  auto at = [&](int64_t b, int64_t t, int64_t c) { return x.v[static_cast<std::size_t>((b * T + t) * 3 * D + c)]; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<double> s(static_cast<std::size_t>(T));
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          double d = 0;
+          for (int64_t c = 0; c < Dh; ++c) d += at(b, i, h * Dh + c) * at(b, j, D + h * Dh + c);
+          s[j] = mask && mask->v[static_cast<std::size_t>(b * T + j)] != 0 ? -1e9 : d * scale;
+          m = std::max(m, s[j]);
+        }
+        for (auto& e : s) sum += e = std::exp(e - m);
+        for (int64_t c = 0; c < Dh; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < T; ++j) acc += s[j] / sum * at(b, j, 2 * D + h * Dh + c);
+          o.v[static_cast<std::size_t>((b * T + i) * D + h * Dh + c)] = acc;
+        }
+      }
+  return o;
+}
+
 const std::vector<Row>& rows() {
   static const std::vector<Row> r = {
       {"add", {{{2, 3}}, {{3}}}, [](const Ts& x) { return x[0] + x[1]; },
@@ -276,6 +304,15 @@ const std::vector<Row>& rows() {
          }
          return o;
        }, 1e-4, 5e-3},
+      {"self_attention", {{{2, 5, 18}}}, [](const Ts& x) { return tc::self_attention(x[0], 2); },
+       [](const As& a) { return attention_ref(a[0], nullptr, 2); }},
+      {"self_attention_mask", {{{2, 6, 12}}, {{2, 6}, tc::b8, 0, 1}},
+       [](const Ts& x) { return tc::self_attention(x[0], 1, x[1]); },
+       [](const As& a) { return attention_ref(a[0], &a[1], 1); }},
+      // 70 queries: the compiled kernel's blocks of 64 leave a partial one.
+      {"self_attention_blocks", {{{1, 70, 12}, tc::f32, -2, 2}, {{1, 70}, tc::b8, 0, 1}},
+       [](const Ts& x) { return tc::self_attention(x[0], 2, x[1]); },
+       [](const As& a) { return attention_ref(a[0], &a[1], 2); }},
   };
   return r;
 }

@@ -162,6 +162,20 @@ Tensor log_softmax(const Tensor& x, int64_t axis = -1, TC_HERE);
 // ---- linear algebra: [..., M, K] x [..., K, N], batch dims broadcast -------
 Tensor matmul(const Tensor& a, const Tensor& b, TC_HERE);
 
+// Multi-head scaled dot-product self-attention, one fused op (forward and
+// backward), over a packed projection:
+//   qkv  f32 [B, T, 3 * D], the last axis [q | k | v], each D = heads * Dh
+//        wide with head h at [h * Dh, (h + 1) * Dh);
+//   key_padding_mask  undefined, or b8 [B, T]: true marks a key that is
+//        padding (its score is set to -1e9 before the softmax, as
+//        masked_fill would; a row whose keys are all padding averages them).
+// Returns [B, T, D], heads side by side: for query t of head h,
+//   softmax_s(q_t . k_s / sqrt(Dh)) weighted sum of v_s.
+// The same values as the unfused ops (matmul, masked_fill, softmax, matmul)
+// within float rounding; no [B, heads, T, T] tensor is stored, and its
+// gradient recomputes the scores from qkv.
+Tensor self_attention(const Tensor& qkv, int64_t heads, const Tensor& key_padding_mask = {}, TC_HERE);
+
 // ---- shape and data movement ---------------------------------------------
 Tensor transpose(const Tensor& x, int64_t axis0 = -2, int64_t axis1 = -1, TC_HERE);
 Tensor permute(const Tensor& x, std::vector<int64_t> perm, TC_HERE);

@@ -94,6 +94,128 @@ extern __attribute__((visibility("hidden"))) const tc_host_api* tc_host_ptr;
 }
 )";
 
+// Only in programs with attention (Kernel::Attention; the same steps as the
+// eager executor's attention_op, compiler/src/executor.cpp), per batch and
+// head, in blocks of 64 queries: scores for the block against every key by
+// sgemm into a [64, T] scratch (no [B, H, T, T] tensor), masked keys set to
+// -1e9, softmax rows, sgemm with V; the gradient recomputes the block's
+// probabilities and accumulates dK and dV over the blocks. Row loops run in
+// 8-float blocks, so -O2's vectorizer takes them (max, sum, exp).
+constexpr const char* kAttentionPreamble = R"(#include <cstdlib>
+namespace {
+// Without trapping math the vectorizer takes the selects below (with it, the
+// exp loop stayed scalar: "control flow in loop").
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+// exp in float without a libm call (Cephes' expf polynomial; within 2 ulp of
+// expf over [-87, 88]); 0 below -87.3, as expf rounds there.
+inline float tc_expf(float x) {
+  float c = x < -87.3f ? -87.3f : x;
+  c = c > 88.3f ? 88.3f : c;
+  const float n = __builtin_floorf(c * 1.44269504088896341f + 0.5f);
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+  float s;
+  std::memcpy(&s, &bits, sizeof s);
+  return x < -87.3f ? 0.0f : p * s;
+}
+// Row i of s ([rows, t]): masked keys -1e9, then softmax in place.
+inline void tc_softmax_rows(float* s, int64_t rows, int64_t t, const uint8_t* mask) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = s + i * t;
+    if (mask)
+      for (int64_t j = 0; j < t; ++j) row[j] = mask[j] ? -1e9f : row[j];
+    float m8[8];
+    for (int l = 0; l < 8; ++l) m8[l] = -__builtin_inff();
+    int64_t j = 0;
+    for (; j + 8 <= t; j += 8)
+      for (int l = 0; l < 8; ++l) m8[l] = row[j + l] > m8[l] ? row[j + l] : m8[l];
+    float m = -__builtin_inff();
+    for (int l = 0; l < 8; ++l) m = m8[l] > m ? m8[l] : m;
+    for (; j < t; ++j) m = row[j] > m ? row[j] : m;
+    float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (j = 0; j + 8 <= t; j += 8)
+      for (int l = 0; l < 8; ++l) {
+        const float e = tc_expf(row[j + l] - m);
+        row[j + l] = e;
+        s8[l] += e;
+      }
+    float sum = 0;
+    for (int l = 0; l < 8; ++l) sum += s8[l];
+    for (; j < t; ++j) sum += row[j] = tc_expf(row[j] - m);
+    const float inv = 1.0f / sum;
+    for (j = 0; j + 8 <= t; j += 8)
+      for (int l = 0; l < 8; ++l) row[j + l] *= inv;
+    for (; j < t; ++j) row[j] *= inv;
+  }
+}
+#pragma GCC pop_options
+constexpr int64_t tc_attn_block = 64;
+// qkv [B, T, 3D] (D = H * Dh), mask [B, T] or null, out [B, T, D]; with
+// grad, out is d qkv [B, T, 3D] from o (the forward's value) and d_o.
+void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float* o, const float* d_o, int64_t B,
+                  int64_t T, int64_t H, int64_t Dh, float scale, bool grad) {
+  if (B == 0 || T == 0 || H == 0 || Dh == 0) return;
+  const int64_t D = H * Dh, ld = 3 * D, nb = (T + tc_attn_block - 1) / tc_attn_block;
+  // The forward splits (batch, head, query block); the gradient (batch, head):
+  // its dK and dV sum over the blocks.
+  const int64_t tasks = grad ? B * H : B * H * nb;
+  tc_par(tasks, 1, 4, [&](int64_t lo, int64_t hi) {
+    const int64_t rows = T < tc_attn_block ? T : tc_attn_block;
+    float* s = (float*)std::malloc(sizeof(float) * (size_t)(rows * T * (grad ? 2 : 1)));
+    if (!s) __builtin_trap();
+    float* dp = s + rows * T;
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t bh = grad ? task : task / nb, b = bh / H, h = bh % H;
+      const float* q = qkv + b * T * ld + h * Dh;
+      const float* k = q + D;
+      const float* v = q + 2 * D;
+      const uint8_t* mb = mask ? mask + b * T : nullptr;
+      const int64_t first = grad ? 0 : task % nb, last = grad ? nb : first + 1;
+      for (int64_t blk = first; blk < last; ++blk) {
+        const int64_t i0 = blk * tc_attn_block, qb = T - i0 < tc_attn_block ? T - i0 : tc_attn_block;
+        cblas_sgemm(101, 111, 112, (int)qb, (int)T, (int)Dh, scale, q + i0 * ld, (int)ld, k, (int)ld, 0.0f, s, (int)T);
+        tc_softmax_rows(s, qb, T, mb);
+        if (!grad) {
+          cblas_sgemm(101, 111, 111, (int)qb, (int)Dh, (int)T, 1.0f, s, (int)T, v, (int)ld, 0.0f,
+                      out + (b * T + i0) * D + h * Dh, (int)D);
+          continue;
+        }
+        const float* go = d_o + (b * T + i0) * D + h * Dh;
+        const float* oo = o + (b * T + i0) * D + h * Dh;
+        float* dq = out + b * T * ld + h * Dh;
+        float* dk = dq + D;
+        float* dv = dq + 2 * D;
+        const float beta = blk == 0 ? 0.0f : 1.0f;
+        cblas_sgemm(101, 112, 111, (int)T, (int)Dh, (int)qb, 1.0f, s, (int)T, go, (int)D, beta, dv, (int)ld);
+        cblas_sgemm(101, 111, 112, (int)qb, (int)T, (int)Dh, 1.0f, go, (int)D, v, (int)ld, 0.0f, dp, (int)T);
+        for (int64_t i = 0; i < qb; ++i) {
+          float di = 0;
+          for (int64_t j = 0; j < Dh; ++j) di += go[i * D + j] * oo[i * D + j];
+          float* ds = dp + i * T;
+          const float* pr = s + i * T;
+          for (int64_t j = 0; j < T; ++j) ds[j] = pr[j] * (ds[j] - di);
+          if (mb)
+            for (int64_t j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
+        }
+        cblas_sgemm(101, 111, 111, (int)qb, (int)Dh, (int)T, scale, dp, (int)T, k, (int)ld, 0.0f, dq + i0 * ld, (int)ld);
+        cblas_sgemm(101, 112, 111, (int)T, (int)Dh, (int)qb, scale, dp, (int)T, q + i0 * ld, (int)ld, beta, dk, (int)ld);
+      }
+    }
+    std::free(s);
+  });
+}
+}  // namespace
+)";
+
 class CppEmitter {
  public:
   std::string emit(const Program& p, const std::string& graph_name, int parts) const {
@@ -104,6 +226,9 @@ class CppEmitter {
     bool collectives = false;
     for (const Kernel& k : p.kernels) collectives = collectives || k.kind == Kernel::Collective;
     if (collectives) os << kHostPreamble;
+    bool attention = false;
+    for (const Kernel& k : p.kernels) attention = attention || k.kind == Kernel::Attention;
+    if (attention) os << kAttentionPreamble;
     os << "#ifndef TC_PART\n#define TC_IN(part) 1\n#else\n#define TC_IN(part) (TC_PART == (part))\n#endif\n";
     // noipa: each kernel stays opaque to tc_run. With GCC 12's
     // interprocedural analysis (modref + __restrict) in one translation
@@ -517,6 +642,13 @@ class CppEmitter {
         if (at != numel(k.loop)) throw Error("tc: internal: a collective's inputs do not fill its buffer");
         os << "  if (!tc_host_ptr || tc_host_ptr->all_reduce_mean(" << k.ordinal << "LL, " << out << ", " << numel(k.loop)
            << "LL) != 0) *err = 1;\n";
+        break;
+      }
+      case Kernel::Attention: {
+        auto buf = [&](int b) { return b < 0 ? std::string("nullptr") : "p" + std::to_string(b); };
+        os << "  tc_attention(" << buf(k.a_buf) << ", " << buf(k.b_buf) << ", " << out << ", " << buf(k.o_buf) << ", "
+           << buf(k.do_buf) << ", " << k.loop[0] << "LL, " << k.loop[1] << "LL, " << k.loop[2] << "LL, " << k.loop[3]
+           << "LL, (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
         break;
       }
       case Kernel::ScatterAdd:
