@@ -154,6 +154,19 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
       r[0] = wrap(make_node(Op::AttentionGrad, DType::f32, n.inputs[0]->shape, ins, n.attrs, w));
       break;
     }
+    case Op::LayerNorm: {
+      // One op for d x, d gamma and d beta (packed as rows of [R + 2, D]).
+      const Shape& xs = n.inputs[0]->shape;
+      const int64_t D = xs.back(), R = D == 0 ? 0 : n.inputs[0]->numel() / D;
+      Tensor packed = wrap(make_node(Op::LayerNormGrad, DType::f32, {R + 2, D}, {n.inputs[0], n.inputs[1], g.node()}, n.attrs, w));
+      if (want[0]) r[0] = slice(packed, 0, 0, R, w).reshape(xs, w);
+      if (want[1]) r[1] = slice(packed, 0, R, R + 1, w).reshape({D}, w);
+      if (want[2]) r[2] = slice(packed, 0, R + 1, R + 2, w).reshape({D}, w);
+      break;
+    }
+    case Op::LayerNormGrad:
+      throw Error(std::string("tc::grad: a second derivative through layer_norm (") + w.file_name() + ":" +
+                  std::to_string(w.line()) + ") is not supported");
     case Op::AttentionGrad:
       throw Error(std::string("tc::grad: a second derivative through self_attention (") + w.file_name() + ":" +
                   std::to_string(w.line()) + ") is not supported");

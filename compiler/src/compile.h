@@ -55,13 +55,18 @@ struct CGraph {
 bool is_elementwise(Op op);  // unary, binary, where, cast
 bool is_movement(Op op);     // reshape, broadcast, permute, slice
 bool is_attention(Op op);    // attention, attention_grad
+bool is_layer_norm(Op op);   // layer_norm, layer_norm_grad
 // The materialized node whose buffer holds node i's value in row-major
-// order: i, or the base of a chain of reshapes of it; -1 when none has one.
+// order at its start: i, or the base of a chain of reshapes and prefix
+// slices (axis 0 from 0) of it; -1 when none has one.
 int buffer_base(const CGraph& g, int i);
 // FLOPs of an attention op (kernels table, eager and compiled alike): its
 // matrix products plus about one per score for the softmax (forward) or
 // two (the gradient's softmax and dS).
 int64_t attention_flops(const Shape& qkv, int64_t heads, bool backward);
+// FLOPs of a layer norm over `elements` inputs: about 8 per element forward,
+// 14 for the gradient (statistics again, dx, d gamma, d beta).
+int64_t layer_norm_flops(int64_t elements, bool backward);
 
 // ---- passes --------------------------------------------------------------
 struct PassInfo {
@@ -104,7 +109,7 @@ struct KExpr {
 };
 
 struct Kernel {
-  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd, Collective, Attention } kind = Elementwise;
+  enum Kind : uint8_t { Elementwise, Reduce, MatMul, ScatterAdd, Collective, Attention, LayerNorm } kind = Elementwise;
   int root = -1;        // the CGraph node it produces
   int out_buf = -1;     // Program buffer written
   DType out_dtype = DType::f32;
@@ -141,6 +146,9 @@ struct Kernel {
   // latter): qkv [B, T, 3D] in a_buf, the key mask [B, T] in b_buf (-1:
   // none); the gradient also reads the attention's value in o_buf and its
   // adjoint in do_buf. loop = {B, T, heads, Dh}; alpha_scale the score scale.
+  // LayerNorm (an Op::LayerNorm or Op::LayerNormGrad root; backward for the
+  // latter): x in a_buf, gamma in b_buf, beta (the gradient: dy) in do_buf;
+  // loop = {R, D}; alpha_scale is eps.
   bool backward = false;
   int o_buf = -1, do_buf = -1;
   std::vector<int> reads;  // buffers read

@@ -325,6 +325,57 @@ void attention_op(Node& n) {
     }
 }
 
+// Op::LayerNorm / Op::LayerNormGrad (tc::layer_norm) over rows of D: mean
+// and biased variance in double, rstd = 1 / sqrt(var + eps), xhat =
+// (x - mean) rstd, y = xhat gamma + beta; the gradient recomputes them, then
+// g = dy gamma, dx = rstd (g - mean(g) - xhat mean(g xhat)), and sums
+// d gamma = dy xhat and d beta = dy over the rows, packed as rows R, R + 1.
+void layer_norm_op(Node& n) {
+  const bool grad = n.op == Op::LayerNormGrad;
+  const Node& xn = *n.inputs[0];
+  const int64_t D = xn.shape.back(), R = D == 0 ? 0 : xn.numel() / D;
+  const float* x = xn.data->as<float>();
+  const float* gamma = n.inputs[1]->data->as<float>();
+  const float* other = n.inputs[2]->data->as<float>();  // beta, or dy for the gradient
+  float* out = n.data->as<float>();
+  const double eps = n.attrs.scalar;
+  std::vector<double> dg(grad ? static_cast<std::size_t>(D) : 0, 0.0), db(dg.size(), 0.0);
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x + r * D;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j) mean += xr[j];
+    mean /= static_cast<double>(D);
+    for (int64_t j = 0; j < D; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= static_cast<double>(D);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    if (!grad) {
+      for (int64_t j = 0; j < D; ++j)
+        out[r * D + j] = static_cast<float>((xr[j] - mean) * rstd * gamma[j] + other[j]);
+      continue;
+    }
+    const float* dy = other + r * D;
+    double mg = 0, mgx = 0;
+    for (int64_t j = 0; j < D; ++j) {
+      const double xh = (xr[j] - mean) * rstd, g = static_cast<double>(dy[j]) * gamma[j];
+      mg += g;
+      mgx += g * xh;
+      dg[static_cast<std::size_t>(j)] += dy[j] * xh;
+      db[static_cast<std::size_t>(j)] += dy[j];
+    }
+    mg /= static_cast<double>(D);
+    mgx /= static_cast<double>(D);
+    for (int64_t j = 0; j < D; ++j) {
+      const double xh = (xr[j] - mean) * rstd, g = static_cast<double>(dy[j]) * gamma[j];
+      out[r * D + j] = static_cast<float>(rstd * (g - mg - xh * mgx));
+    }
+  }
+  if (grad)
+    for (int64_t j = 0; j < D; ++j) {
+      out[R * D + j] = static_cast<float>(dg[static_cast<std::size_t>(j)]);
+      out[(R + 1) * D + j] = static_cast<float>(db[static_cast<std::size_t>(j)]);
+    }
+}
+
 template <typename T>
 T cast_value(double v) {
   if constexpr (std::is_same_v<T, uint8_t>) return v != 0 ? 1 : 0;
@@ -449,6 +500,7 @@ void execute_node(Node& n) {
       break;
     }
     case Op::Attention: case Op::AttentionGrad: attention_op(n); break;
+    case Op::LayerNorm: case Op::LayerNormGrad: layer_norm_op(n); break;
     case Op::Count: throw Error("tc: internal: bad op");
   }
 }
@@ -485,6 +537,8 @@ int64_t eager_kernel(const Node& n) {
            : n.op == Op::AllReduce      ? "collective"
            : n.op == Op::Attention      ? "attention"
            : n.op == Op::AttentionGrad  ? "attention_grad"
+           : n.op == Op::LayerNorm      ? "layer_norm"
+           : n.op == Op::LayerNormGrad  ? "layer_norm_grad"
                                         : "elementwise";
   k.ops = op_name(n.op);
   for (int64_t d : n.shape) k.loop += (k.loop.empty() ? "" : "x") + std::to_string(d);
@@ -497,6 +551,8 @@ int64_t eager_kernel(const Node& n) {
     k.loop += "x" + std::to_string(a.back());
   } else if (n.op == Op::Attention || n.op == Op::AttentionGrad) {
     k.flops = attention_flops(n.inputs[0]->shape, n.attrs.ints[0], n.op == Op::AttentionGrad);
+  } else if (n.op == Op::LayerNorm || n.op == Op::LayerNormGrad) {
+    k.flops = layer_norm_flops(n.inputs[0]->numel(), n.op == Op::LayerNormGrad);
   } else if (reduce) {
     k.flops = n.inputs[0]->numel();
   } else if (n.op >= Op::Neg && n.op <= Op::Where) {  // arithmetic; movement and constants do none

@@ -49,6 +49,9 @@ enum class Op : uint8_t {
   // fused attention (tc::self_attention): attrs.ints = {heads}, attrs.scalar = the score scale
   Attention,      // (qkv [B, T, 3D], key mask b8 [B, T] optional) -> [B, T, D]
   AttentionGrad,  // (qkv, out, d out, key mask optional) -> d qkv [B, T, 3D]; out is the Attention's value
+  // fused layer norm over the last axis (tc::layer_norm): attrs.scalar = eps; R rows of D
+  LayerNorm,      // (x [..., D], gamma [D], beta [D]) -> [..., D]
+  LayerNormGrad,  // (x, gamma, d y) -> [R + 2, D]: rows 0..R-1 d x, row R d gamma, row R + 1 d beta
   Count
 };
 inline constexpr int kOpCount = static_cast<int>(Op::Count);

@@ -18,6 +18,7 @@ const char* kind_name(Kernel::Kind k) {
     case Kernel::ScatterAdd: return "scatter";
     case Kernel::Collective: return "collective";
     case Kernel::Attention: return "attention";
+    case Kernel::LayerNorm: return "layer_norm";
   }
   return "?";
 }
@@ -66,6 +67,8 @@ int64_t attention_flops(const Shape& qkv, int64_t heads, bool backward) {
   return B * (products * 2 * T * T * D + per_score * heads * T * T);
 }
 
+int64_t layer_norm_flops(int64_t elements, bool backward) { return elements * (backward ? 14 : 8); }
+
 std::vector<KernelInfo> describe_kernels(const CGraph& g, const Program& p) {
   std::vector<KernelInfo> out;
   out.reserve(p.kernels.size());
@@ -98,7 +101,11 @@ std::vector<KernelInfo> describe_kernels(const CGraph& g, const Program& p) {
     };
     int64_t arith = 0;
     for (const KExpr& e : k.ex) arith += arithmetic(e.k);
-    if (k.kind == Kernel::Attention) {
+    if (k.kind == Kernel::LayerNorm) {
+      info.kind = k.backward ? "layer_norm_grad" : "layer_norm";
+      info.loop = extent(k.loop);
+      info.flops = layer_norm_flops(numel(k.loop), k.backward);
+    } else if (k.kind == Kernel::Attention) {
       info.kind = k.backward ? "attention_grad" : "attention";
       info.loop = extent(k.loop);
       const int64_t B = k.loop[0], T = k.loop[1], H = k.loop[2], Dh = k.loop[3];

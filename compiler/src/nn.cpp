@@ -81,11 +81,7 @@ Tensor LayerNorm::forward(const Tensor& x, loc w) {
   if (x.rank() < 1 || x.shape().back() != gamma.shape()[0])
     throw ShapeError("LayerNorm", x.shape(), gamma.shape(), w.file_name(), w.line(),
                      "input's last dimension must equal the normalized size");
-  Tensor mu = mean(x, {-1}, true, w);
-  Tensor xc = sub(x, mu, w);
-  Tensor var = mean(mul(xc, xc, w), {-1}, true, w);
-  Tensor y = mul(xc, rsqrt(add(var, constant(eps, DType::f32, w), w), w), w);
-  return add(mul(y, gamma, w), beta, w);
+  return layer_norm(x, gamma, beta, eps, w);
 }
 
 Dropout::Dropout(double p_, std::optional<uint64_t> seed) : p(p_), next_seed_(seed ? *seed : next_seed()) {

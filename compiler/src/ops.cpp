@@ -43,7 +43,7 @@ const char* op_name(Op op) {
       "data", "fill", "random", "arange", "neg", "relu", "tanh", "sigmoid", "exp", "log", "sqrt",
       "rsqrt", "abs", "not", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le",
       "gt", "ge", "eq", "ne", "where", "sum", "max", "matmul", "reshape", "permute", "broadcast",
-      "slice", "concat", "gather", "scatter_add", "one_hot", "cast", "all_reduce_mean", "attention", "attention_grad"};
+      "slice", "concat", "gather", "scatter_add", "one_hot", "cast", "all_reduce_mean", "attention", "attention_grad", "layer_norm", "layer_norm_grad"};
   static_assert(sizeof(names) / sizeof(names[0]) == kOpCount, "op_name table out of sync with Op");
   return names[static_cast<int>(op)];
 }
@@ -414,6 +414,22 @@ Tensor self_attention(const Tensor& qkv, int64_t heads, const Tensor& mask, loc 
   a.ints = {heads};
   a.scalar = 1.0 / std::sqrt(static_cast<double>(D / heads));
   return wrap(make_node(Op::Attention, DType::f32, {s[0], s[1], D}, ins, a, w));
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, loc w) {
+  auto n = need(x, "layer_norm", w);
+  auto ng = need(gamma, "layer_norm", w);
+  auto nb = need(beta, "layer_norm", w);
+  need_dtype(x, {DType::f32}, "layer_norm", w);
+  need_dtype(gamma, {DType::f32}, "layer_norm (gamma)", w);
+  need_dtype(beta, {DType::f32}, "layer_norm (beta)", w);
+  if (n->shape.empty() || ng->shape != Shape{n->shape.back()} || nb->shape != ng->shape)
+    throw ShapeError("layer_norm", n->shape, ng->shape, w.file_name(), w.line(),
+                     "gamma and beta must be [D], D the input's last dimension");
+  if (!(eps > 0)) misuse("layer_norm needs eps > 0", w);
+  Attrs a;
+  a.scalar = eps;
+  return wrap(make_node(Op::LayerNorm, DType::f32, n->shape, {n, ng, nb}, a, w));
 }
 
 // ---- movement ---------------------------------------------------------------

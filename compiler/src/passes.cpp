@@ -17,12 +17,14 @@ bool is_elementwise(Op op) {
   return (op >= Op::Neg && op <= Op::Where) || op == Op::Cast;
 }
 bool is_attention(Op op) { return op == Op::Attention || op == Op::AttentionGrad; }
+bool is_layer_norm(Op op) { return op == Op::LayerNorm || op == Op::LayerNormGrad; }
 
 int buffer_base(const CGraph& g, int i) {
   for (;;) {
     const CNode& n = g.nodes[static_cast<std::size_t>(i)];
     if (n.materialize) return i;
-    if (n.op != Op::Reshape) return -1;
+    const bool prefix = n.op == Op::Slice && n.attrs.ints[0] == 0 && n.attrs.ints[1] == 0;
+    if (n.op != Op::Reshape && !prefix) return -1;
     i = n.in[0];
   }
 }
@@ -298,6 +300,12 @@ bool reads_broadcast(const CNode& user, const CNode& x) {
   return false;
 }
 
+// A reshape or prefix slice of an earlier node that has a buffer (buffer_base).
+bool is_view_of_buffer(const CGraph& g, const CNode& n) {
+  const bool prefix = n.op == Op::Slice && n.attrs.ints[0] == 0 && n.attrs.ints[1] == 0;
+  return (n.op == Op::Reshape || prefix) && buffer_base(g, n.in[0]) >= 0;
+}
+
 // fuse_elementwise: decides which nodes get buffers. Everything else is
 // inlined into its consumer's loop: elementwise chains fuse, and elementwise
 // prologues fuse into reductions, matrix-product operands stay buffers.
@@ -317,12 +325,16 @@ void fuse_elementwise(CGraph& g) {
     // A collective packs whole buffers: it and each of its inputs get one.
     bool feeds_collective = false;
     for (int k : users[i]) feeds_collective = feeds_collective || g.nodes[static_cast<std::size_t>(k)].op == Op::AllReduce;
-    // Attention reads whole buffers too; a reshape of a buffer is read in place (buffer_base).
+    // Attention and layer norm read whole buffers too; a reshape or prefix
+    // slice of a buffer is read in place (buffer_base).
     bool feeds_attention = false;
-    for (int k : users[i]) feeds_attention = feeds_attention || is_attention(g.nodes[static_cast<std::size_t>(k)].op);
+    for (int k : users[i]) {
+      Op u = g.nodes[static_cast<std::size_t>(k)].op;
+      feeds_attention = feeds_attention || is_attention(u) || is_layer_norm(u);
+    }
     bool m = is_out[i] || n.op == Op::MatMul || n.op == Op::Sum || n.op == Op::Max ||
-             n.op == Op::ScatterAdd || n.op == Op::AllReduce || is_attention(n.op) || feeds_collective ||
-             (feeds_attention && !(n.op == Op::Reshape && buffer_base(g, n.in[0]) >= 0));
+             n.op == Op::ScatterAdd || n.op == Op::AllReduce || is_attention(n.op) || is_layer_norm(n.op) ||
+             feeds_collective || (feeds_attention && !(is_view_of_buffer(g, n)));
     cheap[i] = n.op == Op::Fill || n.op == Op::Arange ||
                (is_movement(n.op) && cheap[static_cast<std::size_t>(n.in[0])]);
     if (!m && !cheap[i]) {
@@ -338,14 +350,7 @@ void fuse_elementwise(CGraph& g) {
 // fold_transposes: a matmul operand that is a last-two-axes transpose of a
 // buffer (through reshapes of it) is read in place with the BLAS trans flag.
 void fold_transposes(CGraph& g) {
-  auto contiguous_base = [&](int i) {
-    while (true) {
-      const CNode& n = g.nodes[static_cast<std::size_t>(i)];
-      if (n.materialize) return i;
-      if (n.op != Op::Reshape) return -1;
-      i = n.in[0];
-    }
-  };
+  auto contiguous_base = [&](int i) { return buffer_base(g, i); };
   for (auto& n : g.nodes) {
     if (n.op != Op::MatMul || n.is_leaf()) continue;
     for (int k = 0; k < 2; ++k) {
@@ -455,6 +460,17 @@ void verify(const CGraph& g, const char* after) {
       if (n.shape != want) fail(i, "attention's shape is not its qkv's");
       for (std::size_t k = 0; n.materialize && k < n.in.size(); ++k)
         if (buffer_base(g, n.in[k]) < 0) fail(i, "an attention input has no buffer");
+    }
+    if (is_layer_norm(n.op)) {
+      const Shape& x = in(0).shape;
+      const int64_t D = x.empty() ? -1 : x.back();
+      if (n.in.size() != 3 || in(1).shape != Shape{D} || (n.op == Op::LayerNorm && in(2).shape != Shape{D}) ||
+          (n.op == Op::LayerNormGrad && in(2).shape != x))
+        fail(i, "layer norm's operands are not x [..., D], gamma [D] and beta [D] or dy [..., D]");
+      const Shape want = n.op == Op::LayerNorm ? x : Shape{(D == 0 ? 0 : in(0).numel() / D) + 2, D};
+      if (n.shape != want) fail(i, "layer norm's shape is not its input's");
+      for (std::size_t k = 0; n.materialize && k < n.in.size(); ++k)
+        if (buffer_base(g, n.in[k]) < 0) fail(i, "a layer norm input has no buffer");
     }
     if (n.op == Op::AllReduce) {
       int64_t total = 0;

@@ -96,6 +96,9 @@ std::vector<bool> batch_scaled(const CGraph& g, const std::vector<std::string>& 
         break;
       case Op::Random:
         break;
+      case Op::LayerNormGrad:  // [R + 2, D]: the rows scale when x's do
+        for (bool v : in(0)) fl[0] = fl[0] || v;
+        break;
       case Op::AllReduce:  // packed flat: scales when any input does
         for (std::size_t k = 0; k < n.in.size(); ++k)
           for (bool v : in(k)) fl[0] = fl[0] || v;

@@ -473,6 +473,23 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
         k.o_buf = buffer(n.in[1]);
         k.do_buf = buffer(n.in[2]);
       }
+    } else if (is_layer_norm(n.op)) {
+      k.kind = Kernel::LayerNorm;
+      k.backward = n.op == Op::LayerNormGrad;
+      const CNode& x = g.nodes[static_cast<std::size_t>(n.in[0])];
+      const int64_t D = x.shape.back();
+      k.loop = {D == 0 ? 0 : x.numel() / D, D};
+      k.alpha_scale = n.attrs.scalar;
+      auto buffer = [&](int in) {
+        int base = buffer_base(g, in);
+        int buf = base < 0 ? -1 : buf_of[static_cast<std::size_t>(base)];
+        if (buf < 0) throw Error("tc: internal: a layer norm input has no buffer");
+        b.identity_loads[buf] = false;
+        return buf;
+      };
+      k.a_buf = buffer(n.in[0]);
+      k.b_buf = buffer(n.in[1]);
+      k.do_buf = buffer(n.in[2]);
     } else if (n.op == Op::MatMul) {
       k.kind = Kernel::MatMul;
       const Shape &sa = g.nodes[static_cast<std::size_t>(n.in[0])].shape,
@@ -650,6 +667,8 @@ void check_kernels(const Program& p, const char* after, std::vector<int>& first,
     for (const KExpr& e : kn.ex)
       if (e.k == KOp::Load && !declared(e.buf)) fail(k, "loads buffer " + std::to_string(e.buf) + " it does not declare");
     if (kn.kind == Kernel::MatMul && (!declared(kn.a_buf) || !declared(kn.b_buf))) fail(k, "matmul operand not declared");
+    if (kn.kind == Kernel::LayerNorm && (!declared(kn.a_buf) || !declared(kn.b_buf) || !declared(kn.do_buf)))
+      fail(k, "layer norm operand not declared");
     if (kn.kind == Kernel::Attention) {
       for (int b : {kn.a_buf, kn.b_buf, kn.o_buf, kn.do_buf})
         if (b >= 0 && !declared(b)) fail(k, "attention operand not declared");

@@ -309,6 +309,36 @@ const std::vector<Row>& rows() {
       {"self_attention_mask", {{{2, 6, 12}}, {{2, 6}, tc::b8, 0, 1}},
        [](const Ts& x) { return tc::self_attention(x[0], 1, x[1]); },
        [](const As& a) { return attention_ref(a[0], &a[1], 1); }},
+      // gamma and beta as inputs (their gradients are the packed rows of layer_norm_grad); 70 rows
+      // leave the compiled gradient's blocks of 64 a partial one.
+      {"layer_norm_affine", {{{70, 10}, tc::f32, -2, 2}, {{10}}, {{10}}},
+       [](const Ts& x) { return tc::layer_norm(x[0], x[1], x[2], 1e-3); },
+       [](const As& a) {
+         Arr o = a[0];
+         for (int r = 0; r < 70; ++r) {
+           double m = 0, v = 0;
+           for (int c = 0; c < 10; ++c) m += a[0].v[r * 10 + c] / 10;
+           for (int c = 0; c < 10; ++c) v += std::pow(a[0].v[r * 10 + c] - m, 2) / 10;
+           for (int c = 0; c < 10; ++c)
+             o.v[r * 10 + c] = (a[0].v[r * 10 + c] - m) / std::sqrt(v + 1e-3) * a[1].v[c] + a[2].v[c];
+         }
+         return o;
+       }, 1e-4, 5e-3},
+      {"layer_norm_3d", {{{2, 3, 12}}, {{12}}, {{12}}},
+       [](const Ts& x) { return tc::layer_norm(x[0], x[1], x[2]) * x[0]; },
+       [](const As& a) {
+         Arr o = a[0];
+         for (int r = 0; r < 6; ++r) {
+           double m = 0, v = 0;
+           for (int c = 0; c < 12; ++c) m += a[0].v[r * 12 + c] / 12;
+           for (int c = 0; c < 12; ++c) v += std::pow(a[0].v[r * 12 + c] - m, 2) / 12;
+           for (int c = 0; c < 12; ++c) {
+             double x = a[0].v[r * 12 + c];
+             o.v[r * 12 + c] = ((x - m) / std::sqrt(v + 1e-5) * a[1].v[c] + a[2].v[c]) * x;
+           }
+         }
+         return o;
+       }, 1e-4, 5e-3},
       // 70 queries: the compiled kernel's blocks of 64 leave a partial one.
       {"self_attention_blocks", {{{1, 70, 12}, tc::f32, -2, 2}, {{1, 70}, tc::b8, 0, 1}},
        [](const Ts& x) { return tc::self_attention(x[0], 2, x[1]); },

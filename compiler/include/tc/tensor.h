@@ -176,6 +176,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, TC_HERE);
 // gradient recomputes the scores from qkv.
 Tensor self_attention(const Tensor& qkv, int64_t heads, const Tensor& key_padding_mask = {}, TC_HERE);
 
+// Layer normalization over the last axis, one fused op (forward and
+// backward): y = (x - mean) / sqrt(var + eps) * gamma + beta, mean and the
+// biased variance over the last axis of each row; x f32 [..., D], gamma and
+// beta f32 [D], eps > 0. The same values as the unfused ops within float
+// rounding; the gradient recomputes each row's statistics from x.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5, TC_HERE);
+
 // ---- shape and data movement ---------------------------------------------
 Tensor transpose(const Tensor& x, int64_t axis0 = -2, int64_t axis1 = -1, TC_HERE);
 Tensor permute(const Tensor& x, std::vector<int64_t> perm, TC_HERE);

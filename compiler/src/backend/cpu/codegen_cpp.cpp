@@ -104,9 +104,10 @@ extern __attribute__((visibility("hidden"))) const tc_host_api* tc_host_ptr;
 constexpr const char* kAttentionPreamble = R"(#include <cstdlib>
 namespace {
 // Without trapping math the vectorizer takes the selects below (with it, the
-// exp loop stayed scalar: "control flow in loop").
+// exp loop stayed scalar: "control flow in loop"); the dynamic cost model
+// takes loops of run-time length (-O2's very cheap one leaves them scalar).
 #pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "vect-cost-model=dynamic")
 // exp in float without a libm call (Cephes' expf polynomial; within 2 ulp of
 // expf over [-87, 88]); 0 below -87.3, as expf rounds there.
 inline float tc_expf(float x) {
@@ -157,7 +158,6 @@ inline void tc_softmax_rows(float* s, int64_t rows, int64_t t, const uint8_t* ma
     for (; j < t; ++j) row[j] *= inv;
   }
 }
-#pragma GCC pop_options
 constexpr int64_t tc_attn_block = 64;
 // qkv [B, T, 3D] (D = H * Dh), mask [B, T] or null, out [B, T, D]; with
 // grad, out is d qkv [B, T, 3D] from o (the forward's value) and d_o.
@@ -213,6 +213,105 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
     std::free(s);
   });
 }
+#pragma GCC pop_options
+}  // namespace
+)";
+
+// Only in programs with a layer norm (Kernel::LayerNorm; the same steps as
+// the eager executor's layer_norm_op): one pass over rows for the forward;
+// the gradient in blocks of 64 rows on the pool, each block's d gamma and
+// d beta summed into scratch and the blocks added in order at the end.
+constexpr const char* kLayerNormPreamble = R"(#include <cstdlib>
+namespace {
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "vect-cost-model=dynamic")
+// Sums in 8 lanes, so the vectorizer takes them.
+inline float tc_sum8(const float* a, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += a[j + l];
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += a[j];
+  return s;
+}
+inline float tc_dot8(const float* a, const float* b, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += a[j + l] * b[j + l];
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+inline float tc_dev8(const float* a, float m, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += (a[j + l] - m) * (a[j + l] - m);
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += (a[j] - m) * (a[j] - m);
+  return s;
+}
+constexpr int64_t tc_ln_block = 64;
+// x [R, D], gamma [D], beta [D] -> y [R, D]; with grad, `other` is dy and
+// out [R + 2, D] gets dx, then d gamma and d beta.
+void tc_layer_norm(const float* x, const float* gamma, const float* other, float* out, int64_t R, int64_t D, float eps,
+                   bool grad) {
+  if (D == 0) return;
+  const float inv_d = 1.0f / (float)D;
+  if (!grad) {
+    tc_par(R, 16384 / D + 1, 4, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const float* xr = x + r * D;
+        const float mean = tc_sum8(xr, D) * inv_d;
+        const float rstd = 1.0f / std::sqrt(tc_dev8(xr, mean, D) * inv_d + eps);
+        float* yr = out + r * D;
+        for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mean) * rstd * gamma[j] + other[j];
+      }
+    });
+    return;
+  }
+  const int64_t nb = (R + tc_ln_block - 1) / tc_ln_block;
+  float* part = (float*)std::malloc(sizeof(float) * (size_t)(nb * 2 * D + 1));
+  if (!part) __builtin_trap();
+  tc_par(nb, 1, 4, [&](int64_t lo, int64_t hi) {
+    float* xh = (float*)std::malloc(sizeof(float) * (size_t)(2 * D));
+    if (!xh) __builtin_trap();
+    float* g = xh + D;
+    for (int64_t blk = lo; blk < hi; ++blk) {
+      float* pg = part + blk * 2 * D;
+      float* pb = pg + D;
+      for (int64_t j = 0; j < 2 * D; ++j) pg[j] = 0.0f;
+      const int64_t r1 = (blk + 1) * tc_ln_block < R ? (blk + 1) * tc_ln_block : R;
+      for (int64_t r = blk * tc_ln_block; r < r1; ++r) {
+        const float* xr = x + r * D;
+        const float* dy = other + r * D;
+        const float mean = tc_sum8(xr, D) * inv_d;
+        const float rstd = 1.0f / std::sqrt(tc_dev8(xr, mean, D) * inv_d + eps);
+        for (int64_t j = 0; j < D; ++j) {
+          xh[j] = (xr[j] - mean) * rstd;
+          g[j] = dy[j] * gamma[j];
+          pg[j] += dy[j] * xh[j];
+          pb[j] += dy[j];
+        }
+        const float mg = tc_sum8(g, D) * inv_d, mgx = tc_dot8(g, xh, D) * inv_d;
+        float* dx = out + r * D;
+        for (int64_t j = 0; j < D; ++j) dx[j] = rstd * (g[j] - mg - xh[j] * mgx);
+      }
+    }
+    std::free(xh);
+  });
+  float* dg = out + R * D;
+  for (int64_t j = 0; j < 2 * D; ++j) dg[j] = 0.0f;
+  for (int64_t blk = 0; blk < nb; ++blk)
+    for (int64_t j = 0; j < 2 * D; ++j) dg[j] += part[blk * 2 * D + j];
+  std::free(part);
+}
+#pragma GCC pop_options
 }  // namespace
 )";
 
@@ -229,6 +328,9 @@ class CppEmitter {
     bool attention = false;
     for (const Kernel& k : p.kernels) attention = attention || k.kind == Kernel::Attention;
     if (attention) os << kAttentionPreamble;
+    bool layer_norm = false;
+    for (const Kernel& k : p.kernels) layer_norm = layer_norm || k.kind == Kernel::LayerNorm;
+    if (layer_norm) os << kLayerNormPreamble;
     os << "#ifndef TC_PART\n#define TC_IN(part) 1\n#else\n#define TC_IN(part) (TC_PART == (part))\n#endif\n";
     // noipa: each kernel stays opaque to tc_run. With GCC 12's
     // interprocedural analysis (modref + __restrict) in one translation
@@ -651,6 +753,10 @@ class CppEmitter {
            << "LL, (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
         break;
       }
+      case Kernel::LayerNorm:
+        os << "  tc_layer_norm(p" << k.a_buf << ", p" << k.b_buf << ", p" << k.do_buf << ", " << out << ", " << k.loop[0] << "LL, "
+           << k.loop[1] << "LL, (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
+        break;
       case Kernel::ScatterAdd:
         os << "  std::memset(" << out << ", 0, " << numel_bytes(p, k.out_buf) << ");\n";
         loops(os, p, k, all, 0, false, false);

@@ -25,7 +25,8 @@ struct KernelRow {
   // kSite: the source line, "train.cpp:88" (a kernel's time counts for the
   // first of its sites: the line most of its ops came from).
   std::string name;
-  // kKernel: elementwise, reduce, matmul, scatter, attention, attention_grad, collective; kSite: "", or
+  // kKernel: elementwise, reduce, matmul, scatter, attention, attention_grad, layer_norm,
+  // layer_norm_grad, collective; kSite: "", or
   // "collective" for a line's tc::dist collectives, a row of their own
   // ("dist_train.cpp:68 (collective)"): their time is mostly the wait for the
   // other ranks, which `collectives` and distributed.straggler report, so

@@ -337,7 +337,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
 #define TC_TRACE_KERNEL_FIELDS(F)                                                                                      \
   F(Int, graph_id, "the compiled graph (compilations.graph_id); 0 for an op of the eager executor")                      \
   F(Int, kernel, "the kernel's index in its graph, in execution order (for the eager executor: an id unique in the run)") \
-  F(Text, kind, "'elementwise', 'reduce', 'matmul', 'scatter', 'attention', 'attention_grad' (tc::self_attention, forward and gradient) or 'collective' (a tc::dist all-reduce: its time includes the wait for the other ranks)")                                                         \
+  F(Text, kind, "'elementwise', 'reduce', 'matmul', 'scatter', 'attention', 'attention_grad' (tc::self_attention, forward and gradient), 'layer_norm', 'layer_norm_grad' (tc::layer_norm) or 'collective' (a tc::dist all-reduce: its time includes the wait for the other ranks)")                                                         \
   F(Text, ops, "the IR ops fused into it, the root first, e.g. 'matmul,sub,mul'")                                        \
   F(Text, loop, "its loop shape: extents joined by 'x'; for a matmul [batch x] M x N x K")                              \
   F(Int, bytes_read, "bytes of the buffers it reads, each counted once")                                                 \
