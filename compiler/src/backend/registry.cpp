@@ -1,9 +1,11 @@
 // The table of backends and the process's choice among them (TC_DEVICE).
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "backend.h"
 #include "cpu/cpu.h"
+#include "cuda/cuda.h"
 #include "tc/error.h"
 
 namespace tc::detail {
@@ -14,10 +16,24 @@ struct Registration {
   Backend* (*make)(std::string* why);  // nullptr + why: cannot run here
 };
 
-// One row per backend. A CUDA backend is one more row: {"cuda", cuda::make_backend}.
+// One row per backend. "cuda-emulated" runs the CUDA backend's kernels and
+// plan on the CPU (cuda/emulated_backend.cpp: for tests and for debugging a
+// kernel without a GPU).
 constexpr Registration kBackends[] = {
     {"cpu", cpu::make_backend},
+    {"cuda", cuda::make_backend},
+    {"cuda-emulated", cuda::make_emulated_backend},
 };
+
+// TC_DEVICE unset takes the GPU when there is one. Off until the cuda
+// backend has passed scripts/gpu-check.sh on a GPU (it was written without
+// one) and compiles every kernel kind (attention, layer norm and collectives
+// are not there yet): a program on a GPU machine keeps the CPU unless asked.
+constexpr bool kAutoSelectCuda = false;
+
+// The exit status of a process whose TC_DEVICE names a backend that cannot
+// run here (cuda without a driver or device): EX_UNAVAILABLE of sysexits.h.
+constexpr int kUnavailableExit = 69;
 
 std::string known_names() {
   std::string s;
@@ -33,11 +49,25 @@ Backend*& override_slot() {
 Backend& chosen() {
   static Backend* b = [] {
     const char* e = std::getenv("TC_DEVICE");
-    std::string name = e && *e ? e : "cpu";
     std::string why;
+    // Unset: the GPU when there is one (without a driver that costs a stat
+    // per driver node), else the CPU.
+    if (!e || !*e) {
+      if (Backend* gpu = kAutoSelectCuda && cuda::device_unavailable().empty() ? find_backend("cuda", &why) : nullptr)
+        return gpu;
+      return find_backend("cpu", &why);
+    }
+    std::string name = e;
     Backend* found = find_backend(name, &why);
-    if (!found) throw Error("tc: TC_DEVICE=" + name + ": " + why);
-    return found;
+    if (found) return found;
+    for (const Registration& r : kBackends)
+      if (name == r.name) {
+        // A known backend that cannot run here: one line, a status of its own.
+        std::fprintf(stderr, "tc: TC_DEVICE=%s: %s\n", name.c_str(), why.c_str());
+        std::fflush(nullptr);
+        std::_Exit(kUnavailableExit);
+      }
+    throw Error("tc: TC_DEVICE=" + name + ": " + why);
   }();
   return *b;
 }
@@ -52,10 +82,7 @@ Backend* find_backend(std::string_view name, std::string* why) {
     if (!b && why) *why = reason.empty() ? "the " + std::string(name) + " backend cannot run here" : reason;
     return b;
   }
-  if (why) {
-    *why = name == "cuda" ? "this tc has no CUDA backend yet (backends: " + known_names() + ")"
-                          : "no such backend (backends: " + known_names() + ")";
-  }
+  if (why) *why = "no such backend (backends: " + known_names() + ")";
   return nullptr;
 }
 

@@ -1,0 +1,117 @@
+// The CUDA backend (private): kernel IR -> CUDA C (codegen_cuda.cpp) plus a
+// launch plan for the host -> NVRTC cubin -> driver API (cuda_backend.cpp,
+// libcuda.so.1 dlopen()ed, never linked); matrix products through cuBLAS
+// (dlopen()ed too). The same source and plan also run on the CPU
+// (emulated_backend.cpp, TC_DEVICE=cuda-emulated): the kernels compiled as
+// C++ under a header that emulates the grid, blocks, shared memory, barriers,
+// warp shuffles and atomics (one fiber per thread of a block), the products
+// through a column-major BLAS call with cuBLAS's arguments. That is where
+// kernel bugs are caught on a machine without a GPU.
+//
+// Every kernel is `extern "C" __global__ void tc_g<graph>_k<n>(void* const* b, int* err)`:
+// b is the pointer table (inputs, outputs, the arena, then the scratch
+// floats: Program::bufs' slots plus one), err the run's error flag (a
+// gather index out of range sets it to 1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../compile.h"
+
+namespace tc::detail {
+class Backend;
+}
+
+namespace tc::detail::cuda {
+
+// Threads per block of elementwise and scatter kernels, and the most blocks
+// a grid-stride kernel is launched with.
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 8192;
+
+// One sgemm of the plan in row-major terms: C = alpha op(A) op(B) + beta C,
+// `count` products at element strides (a_stride, b_stride, c_stride) from
+// element offsets (a_off, b_off, c_off) of their buffers. A cuBLAS call
+// computes C^T = op(B)^T op(A)^T in column-major terms (see gemm_args()).
+struct GemmCall {
+  bool ta = false, tb = false;
+  int64_t M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
+  int a_buf = -1, b_buf = -1, c_buf = -1;
+  int64_t a_off = 0, b_off = 0, c_off = 0;
+  int64_t count = 1, a_stride = 0, b_stride = 0, c_stride = 0;
+  float beta = 0;
+  double alpha = 1;    // used when alpha_slot < 0
+  int alpha_slot = -1; // >= 0: alpha is scratch float alpha_slot (written on the device by the step before)
+};
+
+// What the host does, in order, for one run.
+struct Step {
+  enum Kind : uint8_t { Launch, Memset, Gemm } kind = Launch;
+  int kernel = -1;  // the Program kernel this step belongs to (timing)
+  // Launch: function `function` of CudaProgram::functions, grid x block threads.
+  int function = -1;
+  int64_t grid = 1;
+  int block = 1;
+  bool barriers = false;  // uses __syncthreads / warp shuffles (the emulator then runs fibers)
+  // Memset: `bytes` zero bytes at buffer `buf`.
+  int buf = -1;
+  int64_t bytes = 0;
+  GemmCall gemm;
+};
+
+struct CudaProgram {
+  std::string source;                  // the CUDA C translation unit (NVRTC-ready)
+  std::vector<std::string> functions;  // the __global__ functions, by index
+  std::vector<Step> steps;
+  int slots = 0;          // pointer table entries: inputs, outputs, arena, scratch
+  int scratch_floats = 0; // floats of the scratch buffer (device-computed sgemm alphas)
+};
+
+// Renders `p` (graph `graph_id`) as CUDA C and its launch plan. Throws
+// tc::Error naming a kernel kind this backend cannot compile yet.
+CudaProgram emit_cuda(const Program& p, int64_t graph_id);
+
+// The column-major arguments of the cuBLAS (or column-major BLAS) call for
+// `g`: transa/transb (true = transposed), m, n, k, lda, ldb and which
+// operand goes first (B, then A).
+struct ColumnMajorGemm {
+  bool trans_first, trans_second;
+  int64_t m, n, k, ld_first, ld_second, ldc;
+};
+ColumnMajorGemm gemm_args(const GemmCall& g);
+
+// Where buffer `buf` of `p` lives, given the pointer table's host copy.
+void* buffer_address(const Program& p, int buf, void* const* table);
+
+// What running a plan needs from a device; run_plan() walks the steps.
+class PlanDevice {
+ public:
+  virtual ~PlanDevice() = default;
+  virtual void launch(const CudaProgram& cp, const Step& s) = 0;
+  virtual void memset(void* dst, int64_t bytes) = 0;
+  virtual void gemm(const GemmCall& g, const float* a, const float* b, float* c) = 0;
+  // Called before the first and after the last step of each Program kernel
+  // (timing); `kernel` indexes Program::kernels.
+  virtual void kernel_begin(int kernel) {}
+  virtual void kernel_end(int kernel) {}
+};
+void run_plan(const CudaProgram& cp, const Program& p, void* const* table, PlanDevice& dev);
+
+// Why there is no usable CUDA device here, in one line ("" when there is one):
+// no NVIDIA driver (its device nodes), libcuda.so.1 does not load, cuInit
+// fails, or it finds no device. Cheap without a driver: a stat per node.
+std::string device_unavailable();
+
+// The registry's rows: the real backend ("cuda": nullptr + why without a
+// driver or device, or when tc was built without the CUDA toolkit) and the
+// emulated one ("cuda-emulated": host memory, the kernels under g++).
+Backend* make_backend(std::string* why);
+Backend* make_emulated_backend(std::string* why);
+
+// Test seam: the C++ translation unit the emulated backend builds for `cp`
+// (the emulation header, the CUDA source, the kernel table).
+std::string emulated_source(const CudaProgram& cp);
+
+}  // namespace tc::detail::cuda
