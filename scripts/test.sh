@@ -15,23 +15,43 @@ run_suite() {  # dir, label, extra ctest arguments
   xvfb-run -a ctest --test-dir "$1" --output-on-failure -j "$jobs" --timeout 900 "${@:3}"
 }
 
+# Python peers of the NVTX and framework tests (label "python"), in venvs of
+# the tests' own, never dependencies of tc: torch (torch.cuda.nvtx runs on a
+# CPU-only machine), the nvtx package and jax[cpu] (it installs beside torch
+# without a conflict: pip check is clean) in .tc-test-venv; torch-xla 2.9
+# with the torch it pins (2.9) in .tc-test-venv-xla. They download while the
+# first build compiles; the build waits for nothing of theirs.
+python3 -m venv --help >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-venv; }
+install_peers() {
+  local venv=.tc-test-venv xla=.tc-test-venv-xla pip_args=(-q --disable-pip-version-check)
+  if ! "$venv/bin/python" -c "import torch, nvtx" 2>/dev/null; then
+    echo "== installing the tests' Python peers (torch, nvtx) into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install "${pip_args[@]}" torch nvtx numpy
+  fi
+  if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
+    echo "== installing the tests' Python peer jax[cpu] into $venv"
+    "$venv/bin/pip" install "${pip_args[@]}" "jax[cpu]"
+  fi
+  if ! PJRT_DEVICE=CPU "$xla/bin/python" -c "import torch_xla" 2>/dev/null; then
+    echo "== installing the tests' Python peers torch-xla 2.9 and its torch 2.9 into $xla"
+    python3 -m venv "$xla"
+    "$xla/bin/pip" install "${pip_args[@]}" "torch==2.9.*" "torch-xla==2.9.*"
+  fi
+}
+peers_log=$(mktemp)
+install_peers > "$peers_log" 2>&1 &
+peers=$!
+
 scripts/setup.sh build
 
-# Python peers of the NVTX and framework tests (label "python"): torch
-# (torch.cuda.nvtx runs on a CPU-only machine), the nvtx package and jax[cpu]
-# (it installs beside torch without a conflict: pip check is clean), in a venv
-# of the tests' own; never dependencies of tc.
-venv=.tc-test-venv
-if ! "$venv/bin/python" -c "import torch, nvtx" 2>/dev/null; then
-  python3 -m venv --help >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-venv; }
-  echo "== installing the tests' Python peers (torch, nvtx) into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check torch nvtx numpy
+if ! wait "$peers"; then
+  cat "$peers_log"
+  echo "test.sh: installing the tests' Python peers failed (above); check the network, or remove .tc-test-venv* and run again" >&2
+  exit 1
 fi
-if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
-  echo "== installing the tests' Python peer jax[cpu] into $venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "jax[cpu]"
-fi
+cat "$peers_log"
+rm -f "$peers_log"
 export TC_REQUIRE_PYTHON_PEERS=1
 
 run_suite build "recording on (TC_TRACE=ON)"

@@ -110,14 +110,14 @@ constexpr ColumnDecl kDroppedColumns[] = {
 
 constexpr ColumnDecl kFrameworkImportsColumns[] = {
     {"id", "INTEGER", "row id"},
-    {"framework", "TEXT", "'torch.compile' or 'jax'"},
-    {"source", "TEXT", "what was read: the TORCH_TRACE directory, or the directory of the hook's JAX logs"},
-    {"version", "TEXT", "the framework's version as its log says (torch_version artifact, jax.__version__), e.g. '2.15.0+cu132', '0.10.2'; NULL if it does not say"},
+    {"framework", "TEXT", "'torch.compile', 'torch_xla' or 'jax'"},
+    {"source", "TEXT", "what was read: the TORCH_TRACE directory, or the directory of the hook's JAX or PyTorch/XLA logs"},
+    {"version", "TEXT", "the framework's version as its log says (torch_version artifact, jax.__version__, torch_xla.__version__), e.g. '2.15.0+cu132', '0.10.2', '2.9.0'; NULL if it does not say"},
     {"files", "INTEGER", "log files read"},
     {"lines", "INTEGER", "lines read"},
     {"records", "INTEGER", "records read (a header line and its payload lines; JAX: a JSON line)"},
     {"compilations", "INTEGER", "rows it added to compilations"},
-    {"explicit_evaluations", "INTEGER", "rows it added to explicit_evaluations (graph breaks; JAX: forced evaluations)"},
+    {"explicit_evaluations", "INTEGER", "rows it added to explicit_evaluations (graph breaks; JAX and PyTorch/XLA: forced evaluations)"},
     {"unknown_kinds", "INTEGER", "records of a kind this tc does not know, skipped"},
     {"malformed", "INTEGER", "lines that are not a well-formed record (bad prefix or JSON, wrong field types), skipped"},
     {"truncated", "INTEGER", "1 when a file ended inside a record (the writer was cut off): what was complete was imported"},
@@ -182,12 +182,12 @@ constexpr std::string_view column_type(trace::FieldType t) {
 // Columns of record tables that no record carries: what the framework
 // importers (tc/collect/import.h) fill, with the value tc's own rows get.
 constexpr StoreColumn kStoreColumns[] = {
-    {"steps", {"framework", "TEXT", "who counted the step: 'tc' (tc::mark_step()), 'torch' (optimizer.step(), through tc's Python start-up hook) or 'jax' (a call of the jitted function called most, through the hook)", 4}, "tc"},
-    {"compilations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (imported from its TORCH_TRACE log at the end of the run) or 'jax' (from the JAX log of tc's Python hook)", 4}, "tc"},
+    {"steps", {"framework", "TEXT", "who counted the step: 'tc' (tc::mark_step()), 'torch' (optimizer.step(), through tc's Python start-up hook), 'torch_xla' (torch_xla.sync(), so xm.mark_step(), through the hook) or 'jax' (a call of the jitted function called most, through the hook)", 4}, "tc"},
+    {"compilations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (imported from its TORCH_TRACE log at the end of the run), 'torch_xla' (from the PyTorch/XLA log of tc's Python hook and PyTorch/XLA's debug output) or 'jax' (from the JAX log of tc's Python hook)", 4}, "tc"},
     {"compilations", {"frame", "TEXT", "torch.compile: its compile id 'frame/compile' (e.g. '0/3'); jax: the jitted function, 'jit(train_step)'; NULL for tc", 4}, {}, 0, true},
     {"compilations", {"failure", "TEXT", "why the compilation failed, e.g. 'Unsupported: Dynamo recompile limit exceeded' (the frame then runs uncompiled); NULL when it compiled", 4}, {}, 0, true},
     {"compilation_inputs", {"dynamic", "INTEGER", "1 when the compiler made this dimension dynamic (symbolic) in this compilation (torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation", 4}, {}, 0},
-    {"explicit_evaluations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (a graph break) or 'jax' (a value read back: float(), item(), printing)", 4}, "tc"},
+    {"explicit_evaluations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (a graph break), 'torch_xla' or 'jax' (a value read back: float(), item(), printing)", 4}, "tc"},
     {"explicit_evaluations", {"reason", "TEXT", "what forced it, as the framework says (torch.compile's graph break reason; jax: the call, e.g. 'float()'); NULL for tc", 4}, {}, 0, true},
 };
 
@@ -288,7 +288,7 @@ const TableDecl dropped{"dropped", "Events lost before they reached the store, c
 
 const TableDecl framework_imports{"framework_imports",
                                   "What each framework importer read at the end of the run (torch.compile's TORCH_TRACE log, the Python hook's JAX "
-                                  "log), and what it skipped: one row per import.",
+                                  "and PyTorch/XLA logs), and what it skipped: one row per import.",
                                   kFrameworkImportsColumns, {}, false, {}, 4};
 
 const TableDecl counter_series{"counter_series",
