@@ -1,0 +1,162 @@
+// CUPTI activity translation (profiler/collect/src/cupti/activity.h) on
+// buffers of real CUPTI activity structs from cupti.h, walked by libcupti's
+// own cuptiActivityGetNextRecord (it needs no GPU).
+#include <gtest/gtest.h>
+
+#include <cupti.h>
+
+#include <cstring>
+#include <vector>
+
+#include "activity.h"
+
+namespace {
+
+namespace cp = tc::collect::cupti;
+
+// A CUPTI activity buffer: records packed one after another, as CUPTI writes them.
+struct Buffer {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(1 << 16);
+  std::size_t used = 0;
+  template <class R> void add(const R& r) {
+    std::memcpy(bytes.data() + used, &r, sizeof r);
+    used += sizeof r;
+  }
+};
+
+CUpti_ActivityExternalCorrelation external(uint32_t correlation, uint64_t execution,
+                                           CUpti_ExternalCorrelationKind kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+  CUpti_ActivityExternalCorrelation e{};
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = kind;
+  e.externalId = execution;
+  e.correlationId = correlation;
+  return e;
+}
+
+CUpti_ActivityKernel10 kernel(const char* name, uint32_t correlation, uint64_t start, uint64_t end) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = name;
+  k.correlationId = correlation;
+  k.start = start;
+  k.end = end;
+  return k;
+}
+
+cp::NextRecordFn next() {
+  std::string why;
+  cp::NextRecordFn f = cp::load_next_record(&why);
+  if (!f) ADD_FAILURE() << why;
+  return f;
+}
+
+TEST(CuptiActivity, KernelNames) {
+  int64_t g = -1, k = -1;
+  EXPECT_TRUE(cp::parse_kernel_name("tc_g12_k3", &g, &k));
+  EXPECT_EQ(g, 12);
+  EXPECT_EQ(k, 3);
+  EXPECT_TRUE(cp::parse_kernel_name("tc_g7_k0_alpha", &g, &k));
+  EXPECT_EQ(g, 7);
+  EXPECT_EQ(k, 0);
+  for (const char* bad : {"", "tc_g", "tc_g1", "tc_g1_k", "tc_gx_k1", "tc_g1_k2x", "ampere_sgemm_128x64_nn",
+                          "tc_g99999999999999999999_k1"})
+    EXPECT_FALSE(cp::parse_kernel_name(bad, &g, &k)) << bad;
+  EXPECT_FALSE(cp::parse_kernel_name(nullptr, &g, &k));
+}
+
+// Kernels join their execution through the external correlation id; cuBLAS's
+// kernels (not tc's names) and tc kernels without a correlation are counted.
+TEST(CuptiActivity, KernelsJoinTheirExecution) {
+  cp::NextRecordFn f = next();
+  if (!f) return;
+  Buffer b;
+  b.add(external(10, 501));
+  b.add(kernel("tc_g4_k0", 10, 1000, 1800));
+  b.add(kernel("tc_g4_k2_alpha", 10, 1900, 1950));
+  b.add(kernel("sm90_xmma_gemm_f32f32_tn", 10, 2000, 3000));
+  b.add(external(11, 502, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC));  // not tc's kind
+  b.add(kernel("tc_g4_k1", 11, 3100, 3200));
+  b.add(external(12, 503));
+  b.add(kernel("tc_g5_k3", 12, 4000, 3990));  // an end before the start: no negative duration
+  cp::Translator t(f);
+  t.buffer(b.bytes.data(), b.used);
+  ASSERT_EQ(t.kernels().size(), 3u);
+  const cp::KernelRow& a = t.kernels()[0];
+  EXPECT_EQ(a.execution_id, 501);
+  EXPECT_EQ(a.graph_id, 4);
+  EXPECT_EQ(a.kernel, 0);
+  EXPECT_EQ(a.ts, 1000);
+  EXPECT_EQ(a.dur, 800);
+  EXPECT_EQ(t.kernels()[1].kernel, 2);
+  EXPECT_EQ(t.kernels()[1].execution_id, 501);
+  EXPECT_EQ(t.kernels()[2].execution_id, 503);
+  EXPECT_EQ(t.kernels()[2].dur, 0);
+  EXPECT_EQ(t.counts().kernels, 3);
+  EXPECT_EQ(t.counts().foreign_kernels, 1);
+  EXPECT_EQ(t.counts().untagged_kernels, 1);
+}
+
+TEST(CuptiActivity, MemcpyAndMemsetCarryBytesAndExecution) {
+  cp::NextRecordFn f = next();
+  if (!f) return;
+  Buffer b;
+  b.add(external(20, 900));
+  CUpti_ActivityMemcpy6 h2d{};
+  h2d.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  h2d.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  h2d.bytes = 4096;
+  h2d.start = 10;
+  h2d.end = 30;
+  h2d.correlationId = 20;
+  b.add(h2d);
+  CUpti_ActivityMemcpy6 d2h = h2d;
+  d2h.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+  d2h.bytes = 4;
+  d2h.correlationId = 21;  // no correlation: execution -1
+  b.add(d2h);
+  CUpti_ActivityMemset4 ms{};
+  ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms.bytes = 256;
+  ms.start = 40;
+  ms.end = 45;
+  ms.correlationId = 20;
+  b.add(ms);
+  CUpti_ActivityMemcpy6 other = h2d;
+  other.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  b.add(other);
+  cp::Translator t(f);
+  t.buffer(b.bytes.data(), b.used);
+  t.add_dropped(7);
+  ASSERT_EQ(t.transfers().size(), 4u);
+  EXPECT_STREQ(t.transfers()[0].kind, "memcpy_htod");
+  EXPECT_EQ(t.transfers()[0].bytes, 4096);
+  EXPECT_EQ(t.transfers()[0].dur, 20);
+  EXPECT_EQ(t.transfers()[0].execution_id, 900);
+  EXPECT_STREQ(t.transfers()[1].kind, "memcpy_dtoh");
+  EXPECT_EQ(t.transfers()[1].execution_id, -1);
+  EXPECT_STREQ(t.transfers()[2].kind, "memset");
+  EXPECT_EQ(t.transfers()[2].bytes, 256);
+  EXPECT_EQ(t.transfers()[2].execution_id, 900);
+  EXPECT_STREQ(t.transfers()[3].kind, "memcpy_dtod");
+  EXPECT_EQ(t.counts().transfers, 4);
+  EXPECT_EQ(t.counts().dropped, 7);
+  EXPECT_TRUE(t.kernels().empty());
+}
+
+// Kinds not translated are counted; an empty buffer is no error.
+TEST(CuptiActivity, OtherKindsAreCounted) {
+  cp::NextRecordFn f = next();
+  if (!f) return;
+  Buffer b;
+  CUpti_ActivityMarker2 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  b.add(m);
+  cp::Translator t(f);
+  t.buffer(b.bytes.data(), b.used);
+  t.buffer(b.bytes.data(), 0);
+  EXPECT_EQ(t.counts().other_records, 1);
+  EXPECT_EQ(t.counts().kernels + t.counts().transfers, 0);
+}
+
+}  // namespace
