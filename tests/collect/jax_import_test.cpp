@@ -92,6 +92,33 @@ TEST(JaxLogImport, UnknownKindIsCountedNotFatal) {
   EXPECT_EQ(tc::collect::describe_skipped(sum), "jax log: 1 record of an unknown kind and 1 malformed line skipped");
 }
 
+// A jitted function called with a new dtype, then a new shape; another with a
+// new value of a static argument, then again with the same: the new dtype and
+// the static argument are structure changes with JAX's own words as the diff,
+// the new shape a shape change with the inputs, dims and old->new, and the
+// cached call no compilation.
+TEST(JaxLogImport, StructureChange) {
+  diff_test("jax-0.10.2-structure-change");
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "jax-0.10.2-structure-change", "s"));
+  ASSERT_TRUE(r.ok());
+  std::vector<std::string> got;
+  auto q = r->query("SELECT c.reason, coalesce(c.diff, ''), l.line FROM compilations c JOIN locations l ON l.id = c.loc_id "
+                    "WHERE c.framework = 'jax' AND c.trigger = 'jit_call' ORDER BY c.ts");
+  while (q.next()) {
+    const std::string diff(q.text(1));
+    got.push_back(std::string(q.text(0)) + " " + std::to_string(q.i64(2)) + (diff.empty() ? "" : ": " + diff));
+  }
+  ASSERT_TRUE(q.status().ok()) << q.status().message();
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0], "first 18");
+  EXPECT_EQ(got[1], "structure_change 19: * at x, now i32[8,4] and before f32[8,4]; * at y, now i32[8,4] and before f32[8,4]");
+  EXPECT_EQ(got[2], "shape_change 20");
+  EXPECT_EQ(got[3], "first 21");
+  EXPECT_TRUE(got[4].starts_with("structure_change 22: different input pytree; * at input path [1]['mode'], now")) << got[4];
+  EXPECT_NE(got[4].find("Static(val='l2')"), std::string::npos) << got[4];
+}
+
 // The findings on the imported run: the input, its dim and every length that
 // compiled, the pad plan with its saving, the short last batch, the forced
 // evaluation's line, the steps.
