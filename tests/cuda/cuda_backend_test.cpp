@@ -119,13 +119,21 @@ const std::vector<Row>& rows() {
       {"mse_loss", {{{3, 4}}, {{3, 4}}}, [](const Ts& x) { return tc::nn::mse_loss(x[0], x[1]); }},
       {"cross_entropy_ignore", {{{4, 5}, tc::f32, -2, 2}, {{4}, tc::i32, -1, 4}},
        [](const Ts& x) { return tc::nn::cross_entropy(x[0], x[1], -1); }},
-      // The op table's layer_norm row, from its primitive ops (a fused
-      // LayerNorm kernel kind is not in this backend yet).
-      {"layer_norm", {{{3, 6}}},
+      {"layer_norm", {{{3, 6}}}, [](const Ts& x) { return tc::nn::LayerNorm(6).forward(x[0], tc::SourceLocation::current()); }},
+      {"self_attention", {{{2, 5, 18}}}, [](const Ts& x) { return tc::self_attention(x[0], 2); }},
+      {"self_attention_mask", {{{2, 6, 12}}, {{2, 6}, tc::b8, 0, 1}}, [](const Ts& x) { return tc::self_attention(x[0], 1, x[1]); }},
+      {"layer_norm_affine", {{{70, 10}, tc::f32, -2, 2}, {{10}}, {{10}}},
+       [](const Ts& x) { return tc::layer_norm(x[0], x[1], x[2], 1e-3); }},
+      {"layer_norm_3d", {{{2, 3, 12}}, {{12}}, {{12}}}, [](const Ts& x) { return tc::layer_norm(x[0], x[1], x[2]) * x[0]; }},
+      {"self_attention_blocks", {{{1, 70, 12}, tc::f32, -2, 2}, {{1, 70}, tc::b8, 0, 1}},
+       [](const Ts& x) { return tc::self_attention(x[0], 2, x[1]); }},
+      // The layer norm from its primitive ops (reductions and elementwise).
+      {"layer_norm_primitives", {{{3, 6}}},
        [](const Ts& x) {
          T d = x[0] - tc::mean(x[0], {-1}, true);
          return d * tc::rsqrt(tc::mean(d * d, {-1}, true) + 1e-5);
        }},
+      {"layer_norm_wide", {{{5, 300}}, {{300}}, {{300}}}, [](const Ts& x) { return tc::layer_norm(x[0], x[1], x[2]); }},
       // Sized for the CUDA kernels' other paths: 128- and 256-thread
       // reductions (several warps through shared memory), more outputs than
       // a grid has blocks (8192), more elements than one grid-stride pass
@@ -427,13 +435,9 @@ TEST(CudaEmulated, MlpAdamWStepsMatchEager) {
   expect_training_matches<tc::optim::AdamW>(tc::optim::AdamWOptions{.lr = 0.01});
 }
 
-// A Transformer encoder layer's training steps against eager: only on a GPU
-// run (TC_CUDA_TEST_BACKEND=cuda), where it shows what the backend lacks:
-// its attention and layer norm are kernel kinds the CUDA emitter does not
-// compile yet, so today it fails there with that one line.
+// A Transformer encoder layer's training steps (fused attention and layer
+// norm, matmuls, SGD) against eager.
 TEST(CudaBackend, TransformerStepsMatchEager) {
-  if (backend_under_test() == "cuda-emulated")
-    GTEST_SKIP() << "GPU runs only (scripts/gpu-check.sh); the op table's rows cover the kinds this backend compiles";
   auto train = [](std::vector<float>* losses) {
     std::mt19937_64 gen(11);
     std::vector<float> x(4 * 16 * 32);
@@ -462,10 +466,16 @@ TEST(CudaBackend, TransformerStepsMatchEager) {
   auto eager = train(&eager_loss);
   tc::set_eager(false);
   std::vector<float> dev;
+  Capturing capture(emulated());
   {
-    tc::detail::ScopedBackend use(emulated());
+    tc::detail::ScopedBackend use(capture);
     dev = train(&dev_loss);
   }
+  bool attention = false, layer_norm = false;
+  for (const auto& c : capture.programs)
+    for (const auto& k : c.program.kernels)
+      attention = attention || k.kind == tc::detail::Kernel::Attention, layer_norm = layer_norm || k.kind == tc::detail::Kernel::LayerNorm;
+  EXPECT_TRUE(attention && layer_norm) << capture.programs.size() << " programs";
   expect_close(dev_loss, eager_loss, 1e-4, "loss");
   expect_close(dev, eager, 1e-3, "parameters");
 }

@@ -27,8 +27,8 @@ constexpr Registration kBackends[] = {
 
 // TC_DEVICE unset takes the GPU when there is one. Off until the cuda
 // backend has passed scripts/gpu-check.sh on a GPU (it was written without
-// one) and compiles every kernel kind (attention, layer norm and collectives
-// are not there yet): a program on a GPU machine keeps the CPU unless asked.
+// one) and compiles every kernel kind (collectives are not there yet): a
+// program on a GPU machine keeps the CPU unless asked.
 constexpr bool kAutoSelectCuda = false;
 
 // The exit status of a process whose TC_DEVICE names a backend that cannot

@@ -75,6 +75,11 @@ template <class T> TC_D T tc_pow(T a, T b) { return (T)pow((double)a, (double)b)
 template <> TC_D float tc_pow<float>(float a, float b) { return powf(a, b); }
 template <class T> TC_D T tc_max(T a, T b) { return a >= b ? a : b; }
 template <class T> TC_D T tc_min(T a, T b) { return a <= b ? a : b; }
+TC_D float tc_attn_dot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int c = 0; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
 // Block reductions: each warp by shuffles, then warp 0 over the warps'
 // results in shared memory `sh` (32 doubles). The total is valid in thread 0.
 // Every thread of the block must call them (they hold barriers).
@@ -473,6 +478,14 @@ class CudaEmitter {
         gemms(k, index, alpha_slot);
         return;
       }
+      case Kernel::Attention: {
+        attention(os, k, index);
+        return;
+      }
+      case Kernel::LayerNorm: {
+        layer_norm(os, k, index);
+        return;
+      }
       case Kernel::Collective:
         throw Error("tc: the cuda backend cannot compile kernel kind collective yet");
       default: break;
@@ -480,6 +493,115 @@ class CudaEmitter {
     // A kind added after this emitter: its number, and its ops as the label names them.
     throw Error("tc: the cuda backend cannot compile kernel kind " + std::to_string(static_cast<int>(k.kind)) + " (" + k.label +
                 ") yet");
+  }
+
+  // Self-attention over packed qkv [B, T, 3D], one thread per (batch, head,
+  // query): the scores against every key recomputed per pass (max, sum, then
+  // the output or the gradient), no [T, T] tensor. Masked keys score -1e9
+  // as on CPU. The gradient writes d q directly and adds d k, d v with
+  // atomics over the queries (the output is cleared first).
+  void attention(std::ostream& os, const Kernel& k, int index) {
+    const int64_t B = k.loop[0], T = k.loop[1], H = k.loop[2], Dh = k.loop[3], D = H * Dh, ld = 3 * D;
+    if (k.backward) memset_step(index, k.out_buf);
+    if (B * T * H * Dh == 0) return;
+    const std::string out = "p" + std::to_string(k.out_buf), qkv = "p" + std::to_string(k.a_buf);
+    open_function(os, k, index, "", kThreads);
+    declare(os, k);
+    os << "  const float scale = (float)" << literal_d(k.alpha_scale) << ";\n"
+       << "  for (int64_t f_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f_ < " << B * H * T
+       << "LL; f_ += (int64_t)blockDim.x * gridDim.x) {\n"
+       << "    const int64_t i = f_ % " << T << "LL, bh = f_ / " << T << "LL, h = bh % " << H << "LL, bb = bh / " << H << "LL;\n"
+       << "    const float* q = " << qkv << " + (bb * " << T << "LL + i) * " << ld << "LL + h * " << Dh << "LL;\n"
+       << "    const float* kb = " << qkv << " + bb * " << T * ld << "LL + " << D << "LL + h * " << Dh << "LL;\n"
+       << "    const float* vb = kb + " << D << "LL;\n";
+    std::string masked = k.b_buf >= 0 ? "p" + std::to_string(k.b_buf) + "[bb * " + std::to_string(T) + "LL + j]" : "0";
+    os << "    float m = -TC_INFF, l = 0.0f;\n"
+       << "#define TC_SCORE(j) ((" << masked << ") ? -1e9f : tc_attn_dot(q, kb + (j) * " << ld << "LL, " << Dh << ") * scale)\n"
+       << "    for (int64_t j = 0; j < " << T << "LL; ++j) { const float s = TC_SCORE(j); m = s > m ? s : m; }\n"
+       << "    for (int64_t j = 0; j < " << T << "LL; ++j) l += expf(TC_SCORE(j) - m);\n"
+       << "    const float inv = 1.0f / l;\n";
+    if (!k.backward) {
+      os << "    float acc[" << Dh << "];\n"
+         << "    for (int c = 0; c < " << Dh << "; ++c) acc[c] = 0.0f;\n"
+         << "    for (int64_t j = 0; j < " << T << "LL; ++j) {\n"
+         << "      const float pr = expf(TC_SCORE(j) - m) * inv;\n"
+         << "      for (int c = 0; c < " << Dh << "; ++c) acc[c] += pr * vb[j * " << ld << "LL + c];\n    }\n"
+         << "    float* o = " << out << " + (bb * " << T << "LL + i) * " << D << "LL + h * " << Dh << "LL;\n"
+         << "    for (int c = 0; c < " << Dh << "; ++c) o[c] = acc[c];\n";
+    } else {
+      const std::string po = "p" + std::to_string(k.o_buf), pdo = "p" + std::to_string(k.do_buf);
+      os << "    const int64_t oi = (bb * " << T << "LL + i) * " << D << "LL + h * " << Dh << "LL;\n"
+         << "    const float* go = " << pdo << " + oi;\n"
+         << "    const float di = tc_attn_dot(go, " << po << " + oi, " << Dh << ");\n"
+         << "    float dq[" << Dh << "];\n"
+         << "    for (int c = 0; c < " << Dh << "; ++c) dq[c] = 0.0f;\n"
+         << "    float* dkb = " << out << " + bb * " << T * ld << "LL + " << D << "LL + h * " << Dh << "LL;\n"
+         << "    float* dvb = dkb + " << D << "LL;\n"
+         << "    for (int64_t j = 0; j < " << T << "LL; ++j) {\n"
+         << "      const float pr = expf(TC_SCORE(j) - m) * inv;\n"
+         << "      float ds = pr * (tc_attn_dot(go, vb + j * " << ld << "LL, " << Dh << ") - di);\n"
+         << "      if (" << masked << ") ds = 0.0f;\n"
+         << "      for (int c = 0; c < " << Dh << "; ++c) {\n"
+         << "        dq[c] += scale * ds * kb[j * " << ld << "LL + c];\n"
+         << "        atomicAdd(&dkb[j * " << ld << "LL + c], scale * ds * q[c]);\n"
+         << "        atomicAdd(&dvb[j * " << ld << "LL + c], pr * go[c]);\n      }\n    }\n"
+         << "    float* dqo = " << out << " + (bb * " << T << "LL + i) * " << ld << "LL + h * " << Dh << "LL;\n"
+         << "    for (int c = 0; c < " << Dh << "; ++c) dqo[c] = dq[c];\n";
+    }
+    os << "#undef TC_SCORE\n  }\n}\n";
+    launch(index, grid_for(B * H * T, kThreads), kThreads, false);
+  }
+
+  // Layer norm over rows of x [R, D]: one block per row (block sums in
+  // double). The gradient's output is [R + 2, D]: d x, then d gamma and
+  // d beta, which the rows add with atomics (cleared first).
+  void layer_norm(std::ostream& os, const Kernel& k, int index) {
+    const int64_t R = k.loop[0], D = k.loop[1];
+    if (k.backward) memset_step(index, k.out_buf);
+    if (R * D == 0) return;
+    const int threads = D <= 32 ? 32 : D <= 128 ? 128 : kThreads;
+    const std::string out = "p" + std::to_string(k.out_buf), x = "p" + std::to_string(k.a_buf),
+                      gamma = "p" + std::to_string(k.b_buf), other = "p" + std::to_string(k.do_buf);
+    open_function(os, k, index, "", threads);
+    declare(os, k);
+    os << "  __shared__ double tc_sh[32];\n  __shared__ float tc_stat[4];\n"
+       << "  const float eps = (float)" << literal_d(k.alpha_scale) << ";\n"
+       << "  for (int64_t r = blockIdx.x; r < " << R << "LL; r += gridDim.x) {\n"
+       << "    const float* xr = " << x << " + r * " << D << "LL;\n"
+       << "    double a = 0.0;\n"
+       << "    for (int64_t j = threadIdx.x; j < " << D << "LL; j += blockDim.x) a += (double)xr[j];\n"
+       << "    a = tc_block_sum(a, tc_sh);\n"
+       << "    if (threadIdx.x == 0) tc_stat[0] = (float)(a / " << D << ".0);\n"
+       << "    __syncthreads();\n"
+       << "    const float mean = tc_stat[0];\n"
+       << "    a = 0.0;\n"
+       << "    for (int64_t j = threadIdx.x; j < " << D << "LL; j += blockDim.x) { const double d = (double)(xr[j] - mean); a += d * d; }\n"
+       << "    a = tc_block_sum(a, tc_sh);\n"
+       << "    if (threadIdx.x == 0) tc_stat[1] = 1.0f / sqrtf((float)(a / " << D << ".0) + eps);\n"
+       << "    __syncthreads();\n"
+       << "    const float rstd = tc_stat[1];\n";
+    if (!k.backward) {
+      os << "    for (int64_t j = threadIdx.x; j < " << D << "LL; j += blockDim.x)\n"
+         << "      " << out << "[r * " << D << "LL + j] = (xr[j] - mean) * rstd * " << gamma << "[j] + " << other << "[j];\n";
+    } else {
+      os << "    const float* dy = " << other << " + r * " << D << "LL;\n"
+         << "    double sg = 0.0, sgx = 0.0;\n"
+         << "    for (int64_t j = threadIdx.x; j < " << D << "LL; j += blockDim.x) {\n"
+         << "      const float xh = (xr[j] - mean) * rstd, g = dy[j] * " << gamma << "[j];\n"
+         << "      sg += (double)g;\n      sgx += (double)g * (double)xh;\n"
+         << "      atomicAdd(&" << out << "[" << R * D << "LL + j], dy[j] * xh);\n"
+         << "      atomicAdd(&" << out << "[" << (R + 1) * D << "LL + j], dy[j]);\n    }\n"
+         << "    sg = tc_block_sum(sg, tc_sh);\n"
+         << "    sgx = tc_block_sum(sgx, tc_sh);\n"
+         << "    if (threadIdx.x == 0) { tc_stat[2] = (float)(sg / " << D << ".0); tc_stat[3] = (float)(sgx / " << D << ".0); }\n"
+         << "    __syncthreads();\n"
+         << "    const float mg = tc_stat[2], mgx = tc_stat[3];\n"
+         << "    for (int64_t j = threadIdx.x; j < " << D << "LL; j += blockDim.x) {\n"
+         << "      const float xh = (xr[j] - mean) * rstd, g = dy[j] * " << gamma << "[j];\n"
+         << "      " << out << "[r * " << D << "LL + j] = rstd * (g - mg - xh * mgx);\n    }\n";
+    }
+    os << "    __syncthreads();\n  }\n}\n";
+    launch(index, std::min<int64_t>(R, kMaxBlocks), threads, true);
   }
 
   // The batch of products as strided-batched calls: adjacent batch dims
