@@ -162,7 +162,9 @@ struct Seen {
 };
 
 struct Compiler {
-  std::unordered_map<uint64_t, std::shared_ptr<CompiledGraph>> by_signature;
+  // Keyed by the backend too: code built for one device never runs on another
+  // (tests switch backends in one process with ScopedBackend).
+  std::map<std::pair<const Backend*, uint64_t>, std::shared_ptr<CompiledGraph>> by_signature;
   std::unordered_map<uint64_t, std::vector<Seen>> by_erased;
   std::map<std::string, std::vector<std::pair<Op, std::source_location>>> by_site;
 };
@@ -464,7 +466,8 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   uint64_t sig = structure_hash(l.g, true);
   Compiler& c = compiler();
   std::shared_ptr<CompiledGraph> exe;
-  if (auto it = c.by_signature.find(sig); it != c.by_signature.end()) {
+  const std::pair<const Backend*, uint64_t> key{&backend(), sig};
+  if (auto it = c.by_signature.find(key); it != c.by_signature.end()) {
     exe = it->second;
   } else {
     if (events::timing_kernels() && !events::ceilings_recorded()) {
@@ -474,7 +477,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
     }
     uint64_t erased = structure_hash(l.g, false);
     exe = compile(g, l, sig, erased, trigger, site);
-    c.by_signature[sig] = exe;
+    c.by_signature[key] = exe;
   }
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();

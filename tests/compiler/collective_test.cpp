@@ -45,10 +45,12 @@ struct Trained {
   bool lazy = false;  // all_reduce_mean's results were pending until mark_step
 };
 
-// A model of its own shapes (no other test compiles its graphs), SGD with
-// momentum on gradients averaged by all_reduce_mean, `steps` steps; the
-// last `plain` steps skip the all-reduce.
-Trained train(bool eager, int steps, int plain = 0) {
+// A model of its own shapes (no other file's test compiles its graphs), SGD
+// with momentum on gradients averaged by all_reduce_mean, `steps` steps of
+// `rows` examples; the last `plain` steps skip the all-reduce. Tests that
+// count compilations take a `rows` of their own: the compiled graphs stay in
+// the process's cache when tests run in one process.
+Trained train(bool eager, int steps, int plain = 0, int rows = 5) {
   Eager mode(eager);
   Observe obs;
   tc::nn::Linear l1(7, 13, true, 21), l2(13, 3, true, 22);
@@ -58,12 +60,12 @@ Trained train(bool eager, int steps, int plain = 0) {
   Trained r;
   r.lazy = true;
   for (int step = 0; step < steps; ++step) {
-    std::vector<float> xs(5 * 7);
+    std::vector<float> xs(static_cast<std::size_t>(rows) * 7);
     for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 37 + step * 11) % 17) / 17.0f - 0.5f;
-    std::vector<int32_t> ys(5);
+    std::vector<int32_t> ys(static_cast<std::size_t>(rows));
     for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int32_t>((i + step) % 3);
-    auto x = tc::from_host(xs, {5, 7}, "x");
-    auto y = tc::from_host(ys, {5}, "y");
+    auto x = tc::from_host(xs, {rows, 7}, "x");
+    auto y = tc::from_host(ys, {rows}, "y");
     auto loss = tc::nn::cross_entropy(l2(tc::relu(l1(x))), y);
     auto grads = tc::grad(loss, params);
     if (step < steps - plain) {
@@ -100,7 +102,7 @@ TEST(Collective, AllReduceMeanIsPartOfTheStepsOneGraph) {
 
 // The signature counts the collective: the same step without it is another graph.
 TEST(Collective, TheSignatureCountsTheCollective) {
-  Trained r = train(false, 4, 2);
+  Trained r = train(false, 4, 2, 6);
   EXPECT_EQ(r.watch.compilations, 2) << "the steps with and without the all-reduce";
 }
 

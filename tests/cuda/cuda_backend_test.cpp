@@ -435,6 +435,24 @@ TEST(CudaEmulated, MlpAdamWStepsMatchEager) {
   expect_training_matches<tc::optim::AdamW>(tc::optim::AdamWOptions{.lr = 0.01});
 }
 
+// The in-memory compile cache is per backend: a graph the cpu backend built
+// is built again for another backend in the same process, never run there
+// with the cpu's code (on a GPU that would hand device pointers to host code).
+TEST(CudaEmulated, AGraphBuiltForTheCpuIsBuiltAgainForAnotherBackend) {
+  std::vector<float> cpu_loss, emu_loss;
+  tc::set_eager(false);
+  auto cpu = train_mlp<tc::optim::SGD>(tc::optim::SGDOptions{.lr = 0.05}, 2, &cpu_loss);
+  Capturing capture(emulated());
+  std::vector<float> emu;
+  {
+    tc::detail::ScopedBackend use(capture);
+    emu = train_mlp<tc::optim::SGD>(tc::optim::SGDOptions{.lr = 0.05}, 2, &emu_loss);
+  }
+  EXPECT_FALSE(capture.programs.empty()) << "the cpu backend's executable ran under another backend";
+  expect_close(emu_loss, cpu_loss, 1e-5, "loss");
+  expect_close(emu, cpu, 1e-4, "parameters");
+}
+
 // A Transformer encoder layer's training steps (fused attention and layer
 // norm, matmuls, SGD) against eager.
 TEST(CudaBackend, TransformerStepsMatchEager) {
