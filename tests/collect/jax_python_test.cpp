@@ -7,71 +7,30 @@
 // TC_REQUIRE_PYTHON_PEERS=1. Two runs of 11 and 10 steps: about 15 s here.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "support/json.h"
-#include "support/process.h"
-#include "tc/trace/trace.h"
+#include "python_sample_util.h"
 
 using tc::test::bin;
 using tc::test::Exit;
 using tc::test::JsonParser;
 using tc::test::JsonValue;
 using tc::test::TempDir;
+using tc::test::python_sample::findings;
 
 namespace {
 
-std::string python() {
-  if (const char* p = std::getenv("TC_TEST_PYTHON"); p && *p) return p;
-  return std::string(TC_SOURCE_DIR) + "/.tc-test-venv/bin/python";
-}
-
 const std::string kSample = std::string(TC_SOURCE_DIR) + "/samples/python/jax_classifier.py";
-
-// The line of the sample that reads the loss each step.
-int float_line() {
-  std::ifstream in(kSample);
-  int n = 0;
-  for (std::string l; std::getline(in, l);) {
-    ++n;
-    if (l.find("losses.append(float(loss))") != std::string::npos) return n;
-  }
-  return -1;
-}
-
-std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
-  std::vector<const JsonValue*> out;
-  for (const JsonValue& f : j["findings"].a)
-    if (f["kind"].s == kind) out.push_back(&f);
-  return out;
-}
-
-// Skips (or fails, when the peers are required) without jax in the venv.
-bool have_jax(const std::string& py) {
-  return std::filesystem::exists(py) && tc::test::run({py, "-c", "import jax"}).code == 0;
-}
-
-#define REQUIRE_JAX(py)                                                                                \
-  do {                                                                                                 \
-    if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";           \
-    if (!have_jax(py)) {                                                                               \
-      const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");                                    \
-      if (require && std::string(require) == "1") FAIL() << py << " lacks jax; scripts/test.sh installs it"; \
-      GTEST_SKIP() << py << " lacks jax (scripts/test.sh installs jax[cpu] into .tc-test-venv)";       \
-    }                                                                                                  \
-  } while (0)
+const char* const kHow = "scripts/test.sh installs jax[cpu] into .tc-test-venv";
+std::string python() { return tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv"); }
 
 const std::vector<std::pair<std::string, std::string>> kEnv = {{"JAX_PLATFORMS", "cpu"}};
 
 TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   const std::string py = python();
-  REQUIRE_JAX(py);
+  TC_REQUIRE_PYTHON_PEER(py, "jax", kEnv, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   // 84 quotes in batches of 8: 10 full batches and a short one of 4.
@@ -80,14 +39,8 @@ TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   // The hook swallows the cache-miss explanations it turned on.
   EXPECT_EQ(e.err.find("TRACING CACHE MISS"), std::string::npos) << e.err;
   // "shapes: 8x39 8x40 ... 4x93": what the script padded each batch to.
-  std::vector<std::pair<int64_t, int64_t>> shapes;
-  {
-    size_t at = e.out.find("shapes: ");
-    ASSERT_NE(at, std::string::npos) << e.out;
-    std::istringstream in(e.out.substr(at + 8, e.out.find('\n', at) - at - 8));
-    for (std::string s; in >> s;) shapes.emplace_back(std::stoll(s.substr(0, s.find('x'))), std::stoll(s.substr(s.find('x') + 1)));
-  }
-  ASSERT_EQ(shapes.size(), 11u);
+  const auto shapes = tc::test::python_sample::shapes(e.out);
+  ASSERT_EQ(shapes.size(), 11u) << e.out;
   ASSERT_EQ(shapes.back().first, 4);
 
   Exit a = tc::test::run({bin("tc-analyze"), out, "--json"});
@@ -122,7 +75,7 @@ TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   // The float(loss) of each step.
   auto evals = findings(j, "explicit_evaluation");
   ASSERT_EQ(evals.size(), 1u) << a.out;
-  EXPECT_EQ((*evals[0])["evidence"]["call_site"].s, kSample + ":" + std::to_string(float_line()));
+  EXPECT_EQ((*evals[0])["evidence"]["call_site"].s, kSample + ":" + std::to_string(tc::test::python_sample::line_of(kSample, "losses.append(float(loss))")));
   EXPECT_EQ((*evals[0])["evidence"]["count"].n, 11);
   EXPECT_NE((*evals[0])["title"].s.find("float()"), std::string::npos) << (*evals[0])["title"].s;
   // Nothing skipped.
@@ -133,7 +86,7 @@ TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
 // train_step, no forced evaluation per step, and no shape-change finding.
 TEST(JaxPython, TheFixesLeaveNothingToFind) {
   const std::string py = python();
-  REQUIRE_JAX(py);
+  TC_REQUIRE_PYTHON_PEER(py, "jax", kEnv, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "84", "--batch-size", "8", "--pad-to", "128",

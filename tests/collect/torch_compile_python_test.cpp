@@ -7,59 +7,31 @@
 // TC_REQUIRE_PYTHON_PEERS=1. 11 steps of a 32-wide model: about 20 s here.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "support/json.h"
-#include "support/process.h"
-#include "tc/trace/trace.h"
+#include "python_sample_util.h"
 
 using tc::test::bin;
 using tc::test::Exit;
 using tc::test::JsonParser;
 using tc::test::JsonValue;
 using tc::test::TempDir;
+using tc::test::python_sample::findings;
 
 namespace {
 
-std::string python() {
-  if (const char* p = std::getenv("TC_TEST_PYTHON"); p && *p) return p;
-  return std::string(TC_SOURCE_DIR) + "/.tc-test-venv/bin/python";
-}
-
 const std::string kSample = std::string(TC_SOURCE_DIR) + "/samples/python/torch_compile_classifier.py";
+const char* const kHow = "scripts/test.sh installs it into .tc-test-venv";
+std::string python() { return tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv"); }
 
 // The line of the sample that reads the loss back inside the compiled step.
-int item_line() {
-  std::ifstream in(kSample);
-  int n = 0;
-  for (std::string l; std::getline(in, l);) {
-    ++n;
-    if (l.find("return loss, loss.item()") != std::string::npos) return n;
-  }
-  return -1;
-}
-
-std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
-  std::vector<const JsonValue*> out;
-  for (const JsonValue& f : j["findings"].a)
-    if (f["kind"].s == kind) out.push_back(&f);
-  return out;
-}
+int item_line() { return tc::test::python_sample::line_of(kSample, "return loss, loss.item()"); }
 
 TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
-  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
   const std::string py = python();
-  if (!std::filesystem::exists(py) || tc::test::run({py, "-c", "import torch"}).code != 0) {
-    const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");
-    if (require && std::string(require) == "1") FAIL() << py << " lacks torch; scripts/test.sh installs it";
-    GTEST_SKIP() << py << " lacks torch (scripts/test.sh installs it into .tc-test-venv)";
-  }
+  TC_REQUIRE_PYTHON_PEER(py, "torch", {}, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   // 84 quotes in batches of 8: 10 full batches and a short one of 4. Inductor's
@@ -68,14 +40,8 @@ TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
                          {{"TORCHINDUCTOR_CACHE_DIR", dir.file("inductor")}, {"TORCH_TRACE", ""}});
   ASSERT_EQ(e.code, 0) << e.err;
   // "shapes: 8x39 8x40 ... 4x57": what the script padded each batch to.
-  std::vector<std::pair<int64_t, int64_t>> shapes;
-  {
-    size_t at = e.out.find("shapes: ");
-    ASSERT_NE(at, std::string::npos) << e.out;
-    std::istringstream in(e.out.substr(at + 8, e.out.find('\n', at) - at - 8));
-    for (std::string s; in >> s;) shapes.emplace_back(std::stoll(s.substr(0, s.find('x'))), std::stoll(s.substr(s.find('x') + 1)));
-  }
-  ASSERT_EQ(shapes.size(), 11u);
+  const auto shapes = tc::test::python_sample::shapes(e.out);
+  ASSERT_EQ(shapes.size(), 11u) << e.out;
   ASSERT_EQ(shapes.back().first, 4);
 
   Exit a = tc::test::run({bin("tc-analyze"), out, "--json"});
@@ -127,13 +93,8 @@ TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
 // The fixes: --pad-to 128 --drop-last --no-item leave one compilation of the
 // step's frame, no graph break, and no shape-change finding.
 TEST(TorchCompilePython, TheFixesLeaveNothingToFind) {
-  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
   const std::string py = python();
-  if (!std::filesystem::exists(py) || tc::test::run({py, "-c", "import torch"}).code != 0) {
-    const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");
-    if (require && std::string(require) == "1") FAIL() << py << " lacks torch; scripts/test.sh installs it";
-    GTEST_SKIP() << py << " lacks torch (scripts/test.sh installs it into .tc-test-venv)";
-  }
+  TC_REQUIRE_PYTHON_PEER(py, "torch", {}, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "84", "--batch-size", "8", "--pad-to", "128",

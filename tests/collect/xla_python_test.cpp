@@ -8,70 +8,30 @@
 // step's graphs anew on XLA's CPU client: about 30 s of CPU for both runs here.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "support/json.h"
-#include "support/process.h"
-#include "tc/trace/trace.h"
+#include "python_sample_util.h"
 
 using tc::test::bin;
 using tc::test::Exit;
 using tc::test::JsonParser;
 using tc::test::JsonValue;
 using tc::test::TempDir;
+using tc::test::python_sample::findings;
 
 namespace {
 
-std::string python() {
-  if (const char* p = std::getenv("TC_TEST_XLA_PYTHON"); p && *p) return p;
-  return std::string(TC_SOURCE_DIR) + "/.tc-test-venv-xla/bin/python";
-}
-
 const std::string kSample = std::string(TC_SOURCE_DIR) + "/samples/python/xla_classifier.py";
-
-// The line of the sample that reads the loss back before the sync.
-int item_line() {
-  std::ifstream in(kSample);
-  int n = 0;
-  for (std::string l; std::getline(in, l);) {
-    ++n;
-    if (l.find("losses.append(loss.item())") != std::string::npos) return n;
-  }
-  return -1;
-}
-
-std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
-  std::vector<const JsonValue*> out;
-  for (const JsonValue& f : j["findings"].a)
-    if (f["kind"].s == kind) out.push_back(&f);
-  return out;
-}
-
-bool have_xla(const std::string& py) {
-  return std::filesystem::exists(py) && tc::test::run({py, "-c", "import torch_xla"}, {{"PJRT_DEVICE", "CPU"}}).code == 0;
-}
-
-#define REQUIRE_XLA(py)                                                                                          \
-  do {                                                                                                           \
-    if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";                     \
-    if (!have_xla(py)) {                                                                                         \
-      const char* require = std::getenv("TC_REQUIRE_PYTHON_PEERS");                                              \
-      if (require && std::string(require) == "1") FAIL() << py << " lacks torch_xla; scripts/test.sh installs it"; \
-      GTEST_SKIP() << py << " lacks torch_xla (scripts/test.sh installs torch-xla 2.9 into .tc-test-venv-xla)";  \
-    }                                                                                                            \
-  } while (0)
+const char* const kHow = "scripts/test.sh installs torch-xla 2.9 into .tc-test-venv-xla";
+std::string python() { return tc::test::python_sample::python("TC_TEST_XLA_PYTHON", ".tc-test-venv-xla"); }
 
 const std::vector<std::pair<std::string, std::string>> kEnv = {{"PJRT_DEVICE", "CPU"}};
 
 TEST(XlaPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   const std::string py = python();
-  REQUIRE_XLA(py);
+  TC_REQUIRE_PYTHON_PEER(py, "torch_xla", kEnv, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   // 84 quotes in batches of 8: 10 full batches and a short one of 4; quotes
@@ -80,14 +40,8 @@ TEST(XlaPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
       {bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "84", "--batch-size", "8", "--max-length", "32", "--print-shapes"}, kEnv);
   ASSERT_EQ(e.code, 0) << e.err;
   // "shapes: 8x32 8x21 ... 4x32": what the script padded each batch to.
-  std::vector<std::pair<int64_t, int64_t>> shapes;
-  {
-    size_t at = e.out.find("shapes: ");
-    ASSERT_NE(at, std::string::npos) << e.out;
-    std::istringstream in(e.out.substr(at + 8, e.out.find('\n', at) - at - 8));
-    for (std::string s; in >> s;) shapes.emplace_back(std::stoll(s.substr(0, s.find('x'))), std::stoll(s.substr(s.find('x') + 1)));
-  }
-  ASSERT_EQ(shapes.size(), 11u);
+  const auto shapes = tc::test::python_sample::shapes(e.out);
+  ASSERT_EQ(shapes.size(), 11u) << e.out;
   ASSERT_EQ(shapes.back().first, 4);
 
   Exit a = tc::test::run({bin("tc-analyze"), out, "--json"});
@@ -122,7 +76,7 @@ TEST(XlaPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   // The loss.item() of each step, a forced evaluation at the sample's line.
   auto evals = findings(j, "explicit_evaluation");
   ASSERT_EQ(evals.size(), 1u) << a.out;
-  EXPECT_EQ((*evals[0])["evidence"]["call_site"].s, kSample + ":" + std::to_string(item_line()));
+  EXPECT_EQ((*evals[0])["evidence"]["call_site"].s, kSample + ":" + std::to_string(tc::test::python_sample::line_of(kSample, "losses.append(loss.item())")));
   EXPECT_EQ((*evals[0])["evidence"]["count"].n, 11);
   // Nothing skipped.
   EXPECT_EQ(j["notes"].a.size(), 0u) << a.out;
@@ -133,7 +87,7 @@ TEST(XlaPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
 // the short one dropped).
 TEST(XlaPython, TheFixesLeaveNothingToFind) {
   const std::string py = python();
-  REQUIRE_XLA(py);
+  TC_REQUIRE_PYTHON_PEER(py, "torch_xla", kEnv, kHow);
   TempDir dir;
   const std::string out = dir.file("run.tcdb");
   Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", py, kSample, "--examples", "36", "--batch-size", "8", "--max-length", "32",

@@ -1,0 +1,82 @@
+// What the live framework tests share (torch_compile_python_test.cpp,
+// jax_python_test.cpp, xla_python_test.cpp): the venv's interpreter that
+// scripts/test.sh makes, a skip (or a failure when TC_REQUIRE_PYTHON_PEERS=1)
+// when it lacks the framework, a sample's line by its text, the "shapes: ..."
+// line the samples print with --print-shapes, and tc-analyze's findings of a
+// kind.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/json.h"
+#include "support/process.h"
+#include "tc/trace/trace.h"
+
+namespace tc::test::python_sample {
+
+// $ENV_OVERRIDE if set, else TC_SOURCE_DIR/VENV/bin/python.
+inline std::string python(const char* env_override, const char* venv) {
+  if (const char* p = std::getenv(env_override); p && *p) return p;
+  return std::string(TC_SOURCE_DIR) + "/" + venv + "/bin/python";
+}
+
+// Empty when `py` can import `module` (with `env`), else why not.
+inline std::string lacks(const std::string& py, const std::string& module,
+                         const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  if (!std::filesystem::exists(py)) return py + " does not exist";
+  if (tc::test::run({py, "-c", "import " + module}, env).code != 0) return py + " lacks " + module;
+  return "";
+}
+
+// The 1-based line of `file` that contains `text`, or -1.
+inline int line_of(const std::string& file, const std::string& text) {
+  std::ifstream in(file);
+  int n = 0;
+  for (std::string l; std::getline(in, l);) {
+    ++n;
+    if (l.find(text) != std::string::npos) return n;
+  }
+  return -1;
+}
+
+// "shapes: 8x39 8x40 ... 4x93" in a sample's output: (rows, length) per step;
+// empty when there is no such line.
+inline std::vector<std::pair<int64_t, int64_t>> shapes(const std::string& out) {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  size_t at = out.find("shapes: ");
+  if (at == std::string::npos) return r;
+  std::istringstream in(out.substr(at + 8, out.find('\n', at) - at - 8));
+  for (std::string s; in >> s;) r.emplace_back(std::stoll(s.substr(0, s.find('x'))), std::stoll(s.substr(s.find('x') + 1)));
+  return r;
+}
+
+inline std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
+  std::vector<const JsonValue*> out;
+  for (const JsonValue& f : j["findings"].a)
+    if (f["kind"].s == kind) out.push_back(&f);
+  return out;
+}
+
+}  // namespace tc::test::python_sample
+
+// Skips the test when recording is compiled out or `py` lacks `module`
+// (`how` says how to get it); fails instead under TC_REQUIRE_PYTHON_PEERS=1.
+#define TC_REQUIRE_PYTHON_PEER(py, module, env, how)                                               \
+  do {                                                                                             \
+    if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";       \
+    const std::string why_ = tc::test::python_sample::lacks(py, module, env);                      \
+    if (!why_.empty()) {                                                                           \
+      const char* require_ = std::getenv("TC_REQUIRE_PYTHON_PEERS");                               \
+      if (require_ && std::string(require_) == "1") FAIL() << why_ << "; " << how;                 \
+      GTEST_SKIP() << why_ << " (" << how << ")";                                                  \
+    }                                                                                              \
+  } while (0)
