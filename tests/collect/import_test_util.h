@@ -13,7 +13,10 @@
 #include <sstream>
 #include <string>
 
+#include "tc/collect/import.h"
 #include "tc/store/reader.h"
+#include "tc/store/schema.h"
+#include "tc/store/writer.h"
 
 namespace tc::collect::import_testing {
 
@@ -31,6 +34,27 @@ struct Scratch {
   }
   std::filesystem::path dir;
 };
+
+// Imports `dir` with `importer` (import_jax_log, import_xla_log) into a new
+// store at `path`, graph ids from 100 and location ids from 50, with the run
+// row a collector writes (so tc-analyze can read it); returns `path`.
+using Importer = StatusOr<ImportSummary> (*)(const std::string&, ImportTarget&, const ImportLimits&);
+inline std::string import_with_run(Importer importer, const std::string& dir, const std::string& path, ImportSummary* summary = nullptr) {
+  auto w = tc::store::Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return path;
+  ImportTarget t;
+  t.writer = w->get();
+  t.first_graph_id = 100;
+  t.first_location_id = 50;
+  auto r = importer(dir, t, ImportLimits{});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok() && summary) *summary = *r;
+  EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
+                  .i64(1).i64(INT64_C(1) << 61).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("").null().text("tc").insert().ok());
+  EXPECT_TRUE((*w)->finalize().ok());
+  return path;
+}
 
 inline std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

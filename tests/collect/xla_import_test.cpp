@@ -31,24 +31,9 @@ struct Scratch : tc::collect::import_testing::Scratch {
   Scratch() : tc::collect::import_testing::Scratch("tc_xla_import_test") {}
 };
 
-// Imports `fixture` (a directory of xla-PID.log and pt_xla_debug.txt) into a new store, with the
-// run row a collector writes (so tc-analyze can read it); returns its path.
+// Imports `dir` (a directory of xla-PID.log and pt_xla_debug.txt) into a new store named `name`; returns its path.
 std::string import(const Scratch& s, const std::string& dir, const std::string& name, tc::collect::ImportSummary* summary = nullptr) {
-  const std::string path = (s.dir / (name + ".tcdb")).string();
-  auto w = tc::store::Writer::create(path);
-  EXPECT_TRUE(w.ok()) << w.status().message();
-  if (!w.ok()) return path;
-  tc::collect::ImportTarget t;
-  t.writer = w->get();
-  t.first_graph_id = 100;
-  t.first_location_id = 50;
-  auto r = tc::collect::import_xla_log(dir, t);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  if (r.ok() && summary) *summary = *r;
-  EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
-                  .i64(1).i64(INT64_C(1) << 61).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("").null().text("tc").insert().ok());
-  EXPECT_TRUE((*w)->finalize().ok());
-  return path;
+  return tc::collect::import_testing::import_with_run(tc::collect::import_xla_log, dir, (s.dir / (name + ".tcdb")).string(), summary);
 }
 
 // The imported tables as text: times in ms from the first compilation.
