@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "../index_affine.h"
 #include "cuda.h"
 
 namespace tc::detail::cuda {
@@ -171,111 +172,12 @@ class CudaEmitter {
     return "(" + s + ")";
   }
 
-  // Index arithmetic in affine form, as the C++ emitter folds it (see the
-  // reasoning there): every atom an integer in [0, hi], every coef and c >= 0,
-  // so / and % are floor division and views' div/mod chains fold away.
-  struct Term {
-    std::string atom;
-    int64_t coef, hi;
-  };
-  struct Affine {
-    std::vector<Term> terms;
-    int64_t c = 0;
-    int64_t max() const {
-      int64_t m = c;
-      for (const Term& t : terms) m += t.coef * t.hi;
-      return m;
-    }
-    void add(const Term& t) {
-      for (Term& u : terms)
-        if (u.atom == t.atom) {
-          u.coef += t.coef;
-          return;
-        }
-      terms.push_back(t);
-    }
-    std::string str() const {
-      std::string out;
-      for (const Term& t : terms) {
-        if (t.coef == 0) continue;
-        if (!out.empty()) out += " + ";
-        out += t.coef == 1 ? t.atom : "(" + t.atom + " * " + std::to_string(t.coef) + "LL)";
-      }
-      if (c != 0 || out.empty()) out += (out.empty() ? "" : " + ") + std::to_string(c) + "LL";
-      return "(" + out + ")";
-    }
-  };
-  static constexpr int64_t kAffineLimit = int64_t{1} << 40;
-
-  static std::optional<Affine> affine(const Kernel& k, int i) {
-    const KExpr& e = k.ex[static_cast<std::size_t>(i)];
-    switch (e.k) {
-      case KOp::Var: {
-        if (e.i < 0 || static_cast<std::size_t>(e.i) >= k.loop.size()) return std::nullopt;
-        Affine r;
-        r.terms.push_back({"i" + std::to_string(e.i), 1, std::max<int64_t>(0, k.loop[static_cast<std::size_t>(e.i)] - 1)});
-        return r;
-      }
-      case KOp::IConst: {
-        if (e.i < 0 || e.i > kAffineLimit) return std::nullopt;
-        Affine r;
-        r.c = e.i;
-        return r;
-      }
-      case KOp::Chk: {
-        if (e.i <= 0 || e.i > kAffineLimit) return std::nullopt;
-        Affine r;
-        r.terms.push_back({ex(k, i), 1, e.i - 1});
-        return r;
-      }
-      case KOp::IAdd: {
-        auto a = affine(k, e.a), b = affine(k, e.b);
-        if (!a || !b) return std::nullopt;
-        for (const Term& t : b->terms) a->add(t);
-        a->c += b->c;
-        if (a->max() > kAffineLimit) return std::nullopt;
-        return a;
-      }
-      case KOp::IMul: {
-        auto a = affine(k, e.a), b = affine(k, e.b);
-        if (!a || !b) return std::nullopt;
-        if (!b->terms.empty()) std::swap(a, b);
-        if (!b->terms.empty()) return std::nullopt;
-        int64_t m = b->c;
-        if (m != 0 && a->max() > kAffineLimit / m) return std::nullopt;
-        for (Term& t : a->terms) t.coef *= m;
-        a->c *= m;
-        return a;
-      }
-      case KOp::IDiv:
-      case KOp::IMod: {
-        auto a = affine(k, e.a), b = affine(k, e.b);
-        if (!a || !b || !b->terms.empty() || b->c <= 0) return std::nullopt;
-        const int64_t d = b->c;
-        Affine q, r;
-        for (const Term& t : a->terms) (t.coef % d == 0 ? q : r).terms.push_back({t.atom, t.coef / (t.coef % d == 0 ? d : 1), t.hi});
-        q.c = a->c / d;
-        r.c = a->c % d;
-        const int64_t rmax = r.max();
-        if (e.k == KOp::IMod) {
-          if (rmax < d) return r;
-          Affine out;
-          out.terms.push_back({"(" + r.str() + " % " + std::to_string(d) + "LL)", 1, std::min(d - 1, rmax)});
-          return out;
-        }
-        if (rmax >= d) q.terms.push_back({"(" + r.str() + " / " + std::to_string(d) + "LL)", 1, rmax / d});
-        return q;
-      }
-      default: return std::nullopt;
-    }
-  }
-
   static std::string ex(const Kernel& k, int i) {
     const KExpr& e = k.ex[static_cast<std::size_t>(i)];
     auto a = [&] { return ex(k, e.a); };
     auto b = [&] { return ex(k, e.b); };
     if (e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) {
-      if (auto f = affine(k, i)) return f->str();
+      if (auto f = index_affine::affine(k, i, [](const Kernel& kk, int ii) { return ex(kk, ii); })) return f->str();
     }
     switch (e.k) {
       case KOp::Var: return "i" + std::to_string(e.i);
