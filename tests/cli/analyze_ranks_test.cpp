@@ -160,7 +160,7 @@ TEST(AnalyzeRanks, RealJobUnderMpirunNamesTheStraggler) {
       {"TC_CACHE_DIR", dir.file("cache")}, {"NO_COLOR", "1"}, {"OMPI_MCA_mpi_yield_when_idle", "1"}};
   Exit run = tc::test::run({mpirun(), "-np", "2", "--oversubscribe", bin("tc-profile"), "-q", "-o", dir.file("run.tcdb"), "--", bin("tc-test-dist"),
                             "--global-batch", "16", "--steps", "8", "--long-rank", "1", "--long-at", "5"},
-                           env);
+                           env, tc::test::kMpirunLimit);
   ASSERT_EQ(run.code, 0) << run.err;
   const std::string r0 = dir.file("run.rank0.tcdb"), r1 = dir.file("run.rank1.tcdb");
   ASSERT_TRUE(std::filesystem::exists(r0) && std::filesystem::exists(r1)) << run.err;

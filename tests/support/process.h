@@ -2,10 +2,13 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,6 +46,9 @@ struct Exit {
   int signal = 0;   // terminating signal, else 0
   std::string out;  // stdout
   std::string err;  // stderr
+  // run() with a time limit: the limit passed and the child's process group
+  // was killed; `err` then ends with the process tree as it was.
+  bool timed_out = false;
 };
 
 // A running child with its stdout and stderr on pipes.
@@ -53,6 +59,9 @@ class Child {
     if (pipe(out) != 0 || pipe(err) != 0) std::abort();
     pid_ = fork();
     if (pid_ == 0) {
+      // Its own process group, so that a time limit can kill everything it
+      // started (mpirun's ranks), not just it.
+      setpgid(0, 0);
       dup2(out[1], 1);
       dup2(err[1], 2);
       close(out[0]);
@@ -69,6 +78,7 @@ class Child {
       execvp(args[0], args.data());
       _exit(127);
     }
+    setpgid(pid_, pid_);  // also here, so that it holds before either side goes on
     close(out[1]);
     close(err[1]);
     out_ = out[0];
@@ -76,6 +86,7 @@ class Child {
   }
   ~Child() {
     if (pid_ > 0 && !reaped_) {
+      kill(-pid_, SIGKILL);
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
@@ -96,10 +107,48 @@ class Child {
     return line;
   }
 
-  Exit wait() {
+  // Reads stdout and stderr together until both close, then reaps the
+  // child. With a limit (> 0 s): when it passes, the process tree is written
+  // to `err`, the child's process group is killed, and what the pipes still
+  // hold is read for at most 5 s more (a process that left the group may
+  // keep them open).
+  Exit wait(std::chrono::seconds limit = std::chrono::seconds(0)) {
     Exit e;
-    e.out = captured_out_ + drain(out_);
-    e.err = drain(err_);
+    e.out = captured_out_;
+    using clock = std::chrono::steady_clock;
+    clock::time_point deadline = limit.count() > 0 ? clock::now() + limit : clock::time_point::max();
+    int fds[2] = {out_, err_};
+    std::string* into[2] = {&e.out, &e.err};
+    while (fds[0] >= 0 || fds[1] >= 0) {
+      pollfd p[2];
+      int n = 0, which[2];
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i] >= 0) p[n] = {fds[i], POLLIN, 0}, which[n++] = i;
+      }
+      int wait_ms = -1;
+      if (deadline != clock::time_point::max()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+        wait_ms = static_cast<int>(left < 0 ? 0 : left);
+      }
+      int r = poll(p, static_cast<nfds_t>(n), wait_ms);
+      if (r < 0) continue;  // EINTR
+      if (r == 0) {
+        if (e.timed_out) break;  // the extra 5 s after the kill are over too
+        e.timed_out = true;
+        e.err += process_tree();
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        deadline = clock::now() + std::chrono::seconds(5);
+        continue;
+      }
+      for (int k = 0; k < n; ++k) {
+        if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[4096];
+        ssize_t got = read(p[k].fd, buf, sizeof buf);
+        if (got > 0) into[which[k]]->append(buf, static_cast<size_t>(got));
+        else if (got == 0 || errno != EINTR) fds[which[k]] = -1;
+      }
+    }
     int status = 0;
     waitpid(pid_, &status, 0);
     reaped_ = true;
@@ -109,11 +158,15 @@ class Child {
   }
 
  private:
-  static std::string drain(int fd) {
-    std::string s;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
+  // `ps` of every process, as a forest with what each waits in.
+  static std::string process_tree() {
+    std::string s = "\n[test support: the time limit passed; the processes then:]\n";
+    if (FILE* f = popen("ps -eo pid,ppid,pgid,stat,wchan:24,etime,args --forest 2>&1", "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+      pclose(f);
+    }
     return s;
   }
   pid_t pid_ = -1;
@@ -122,11 +175,20 @@ class Child {
   std::string captured_out_;
 };
 
-// Runs argv to completion. Both pipes are drained concurrently enough for
-// the small outputs tests produce (stderr is read after stdout closes).
-inline Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+// The limit for a job under mpirun in the tests: a few seconds quiet, under a
+// minute under AddressSanitizer on a loaded machine; the tests' ctest limit
+// is 300 s.
+inline constexpr std::chrono::seconds kMpirunLimit{150};
+
+// Runs argv to completion, reading its stdout and stderr together. With a
+// limit, a child that outlives it is killed with everything it started, and
+// the Exit says so (timed_out, the process tree at the end of `err`): a test
+// of a program that can hang (mpirun) fails with what hung, not a ctest
+// timeout that says nothing.
+inline Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
+                std::chrono::seconds limit = std::chrono::seconds(0)) {
   Child c(argv, env);
-  return c.wait();
+  return c.wait(limit);
 }
 
 inline std::string read_file(const std::string& path) {

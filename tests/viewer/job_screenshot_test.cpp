@@ -38,12 +38,12 @@ class JobScreenshotTest : public ::testing::Test {
         {"TC_CACHE_DIR", dir_->file("cache")}, {"OMPI_MCA_mpi_yield_when_idle", "1"}};
     tc::test::Exit e = tc::test::run({mpirun(), "-np", "2", "--oversubscribe", bin("tc-profile"), "-q", "-o", dir_->file("run.tcdb"), "--",
                                       bin("tc-test-dist"), "--global-batch", "16", "--steps", "8", "--long-rank", "1", "--long-at", "5"},
-                                     env);
+                                     env, tc::test::kMpirunLimit);
     recorded_ = e.code == 0 && std::filesystem::exists(dir_->file("run.rank1.tcdb"));
     record_log_ = e.err;
     if (!recorded_) return;
     // The Findings table's order is analyze_job's, the same as tc-analyze's.
-    tc::test::Exit a = tc::test::run({bin("tc-analyze"), dir_->file("run.rank0.tcdb"), dir_->file("run.rank1.tcdb"), "--json"}, env);
+    tc::test::Exit a = tc::test::run({bin("tc-analyze"), dir_->file("run.rank0.tcdb"), dir_->file("run.rank1.tcdb"), "--json"}, env, std::chrono::seconds(120));
     tc::test::JsonValue v = tc::test::parse_json(a.out);
     // The straggler at step 5 (rank 1's recompilation). Under load there can
     // be another one, at step 1, when one rank's first build took longer,
