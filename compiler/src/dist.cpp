@@ -28,6 +28,7 @@ using namespace tc::detail;
 struct Mpi {
   int (*init)(int*, int*) = nullptr;
   int (*finalize)() = nullptr;
+  void (*abort)(int) = nullptr;
   int (*allreduce_sum_f32)(float*, int64_t) = nullptr;
   int (*bcast_f32)(float*, int64_t, int) = nullptr;
   int (*barrier)() = nullptr;
@@ -86,9 +87,21 @@ void check(int rc, const char* what) {
   }
 }
 
-void finalize_at_exit() {
+// At exit (on_exit: it sees the status). A clean exit finalizes MPI, which
+// waits for every rank to finalize too. A rank that exits with a non-zero
+// status aborts the job instead: the others may be waiting for it in a
+// collective it will never join, and it would wait for them in MPI_Finalize,
+// so the job would hang for good (seen when one rank's build failed).
+void finalize_at_exit(int status, void*) {
   World& w = world();
-  if (w.mpi_on && w.mpi.finalize) w.mpi.finalize();
+  if (!w.mpi_on) return;
+  if (status != 0 && w.mpi.abort) {
+    std::fprintf(stderr, "tc::dist: rank %d of %d exits with status %d; aborting the job (MPI_Abort) so that no rank waits for it\n", w.rank, w.size,
+                 status);
+    std::fflush(stderr);
+    w.mpi.abort(status);
+  }
+  if (w.mpi.finalize) w.mpi.finalize();
 }
 
 }  // namespace
@@ -109,6 +122,7 @@ void init(std::source_location where) {
     }
     sym(h, "tc_mpi_init", w.mpi.init);
     sym(h, "tc_mpi_finalize", w.mpi.finalize);
+    sym(h, "tc_mpi_abort", w.mpi.abort);
     sym(h, "tc_mpi_allreduce_sum_f32", w.mpi.allreduce_sum_f32);
     sym(h, "tc_mpi_bcast_f32", w.mpi.bcast_f32);
     sym(h, "tc_mpi_barrier", w.mpi.barrier);
@@ -116,7 +130,7 @@ void init(std::source_location where) {
     sym(h, "tc_mpi_error", w.mpi.error);
     check(w.mpi.init(&w.rank, &w.size), "init");
     w.mpi_on = true;
-    std::atexit(finalize_at_exit);
+    ::on_exit(finalize_at_exit, nullptr);
     check(w.mpi.clock_offset(8, &offset, &error), "init (clock offset)");
   }
   w.initialized = true;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -170,6 +171,49 @@ TEST(CodeCache, LeftoversOfAKilledBuildAreRemoved) {
     EXPECT_EQ(name.rfind("tc-build-", 0), std::string::npos) << name;
     EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
   }
+}
+
+// A compiler that notes the build directory of each of its runs, then is g++.
+std::string noting_compiler(const TempDir& dir, const std::string& log) {
+  const std::string path = dir.file("noting-g++");
+  std::ofstream(path) << "#!/bin/sh\n[ \"$1\" = -dumpfullversion ] || echo \"$PWD\" >> " << log << "\nexec g++ \"$@\"\n";
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+size_t distinct_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::set<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  return lines.size();
+}
+
+// Two processes that need the same graphs at once (the ranks of a job on one
+// machine) build each of them once: the second waits on the key's lock and
+// loads what the first moved in. Before the lock, both built, and one rank's
+// object was renamed over the other's while that one loaded it: "does not
+// load: ... changed while it was being loaded".
+TEST(CodeCache, TwoProcessesNeedingOneGraphBuildItOnce) {
+  TempDir dir;
+  const std::string alone_log = dir.file("alone.log"), both_log = dir.file("both.log");
+  Env alone_env{{"TC_CACHE_DIR", dir.file("alone")}, {"TC_EAGER", ""}, {"TC_PROFILE", ""}, {"TC_PROFILE_FD", ""},
+                {"TC_CXX", noting_compiler(dir, alone_log)}};
+  auto alone = tc::test::run({bin("tc-test-compile"), "--batches", "4,4"}, alone_env);
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  const size_t builds = distinct_lines(alone_log);
+  ASSERT_GT(builds, 0u) << "the compiler never ran";
+
+  Env both_env{{"TC_CACHE_DIR", dir.file("both")}, {"TC_EAGER", ""}, {"TC_PROFILE", ""}, {"TC_PROFILE_FD", ""},
+               {"TC_CXX", noting_compiler(dir, both_log)}};
+  tc::test::Child a({bin("tc-test-compile"), "--batches", "4,4"}, both_env), b({bin("tc-test-compile"), "--batches", "4,4"}, both_env);
+  tc::test::Exit ea = a.wait(std::chrono::seconds(120)), eb = b.wait(std::chrono::seconds(120));
+  EXPECT_EQ(ea.code, 0) << ea.err;
+  EXPECT_EQ(eb.code, 0) << eb.err;
+  EXPECT_EQ(ea.err.find("code cache"), std::string::npos) << ea.err;
+  EXPECT_EQ(eb.err.find("code cache"), std::string::npos) << eb.err;
+  EXPECT_EQ(ea.out, alone.out) << "the same training";
+  EXPECT_EQ(eb.out, alone.out);
+  EXPECT_EQ(distinct_lines(both_log), builds) << "builds (one build directory each) of two processes, against one process alone";
 }
 
 }  // namespace

@@ -78,13 +78,33 @@ TEST_P(DataParallel, TwoRanksTrainLikeOneRankWithTheDoubleBatch) {
   const std::string one = dir.file("one.txt"), two = dir.file("two.txt");
   Exit a = tc::test::run({bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", one}, env);
   ASSERT_EQ(a.code, 0) << a.err;
-  Exit b = tc::test::run({mpirun(), "-np", "2", bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", two}, env);
+  Exit b = tc::test::run({mpirun(), "-np", "2", bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", two}, env, tc::test::kMpirunLimit);
   ASSERT_EQ(b.code, 0) << b.err;
   std::vector<double> la = numbers(a.out, " loss "), lb = numbers(b.out, " loss ");
   EXPECT_EQ(la.size(), 20u);
   expect_close(la, lb, 1e-5, "losses");
   expect_close(numbers(tc::test::read_file(one), ""), numbers(tc::test::read_file(two), ""), 1e-5, "final parameters");
   EXPECT_NE(la.front(), la.back()) << "it trained";
+}
+
+// Rank 1 fails before step 3 while rank 0 goes into step 3's all-reduce: the
+// job ends with rank 1's status instead of hanging (rank 0 waited in the
+// collective and rank 1 in MPI_Finalize), and under tc-profile both ranks'
+// stores are written, rank 0's marked incomplete.
+TEST_P(DataParallel, ARankThatFailsEndsTheJob) {
+  TempDir dir;
+  Env env = mpi_env(dir, GetParam() ? Env{{"TC_EAGER", "1"}} : Env{});
+  Exit e = tc::test::run({mpirun(), "-np", "2", bin("tc-profile"), "-q", "-o", dir.file("run.tcdb"), "--", bin("tc-test-dist"),
+                          "--global-batch", "8", "--steps", "6", "--fail-rank", "1", "--fail-at", "3"},
+                         env, tc::test::kMpirunLimit);
+  ASSERT_FALSE(e.timed_out) << "the job hung: " << e.err;
+  EXPECT_NE(e.code, 0) << e.err;
+  EXPECT_NE(e.err.find("rank 1 fails at step 3"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("tc::dist: rank 1 of 2 exits with status 1; aborting the job"), std::string::npos) << e.err;
+  EXPECT_NE(e.out.find("step 2 loss "), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("step 3 loss "), std::string::npos) << e.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("run.rank0.tcdb"))) << e.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("run.rank1.tcdb"))) << e.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(CompiledAndEager, DataParallel, ::testing::Values(false, true),
@@ -116,7 +136,7 @@ TEST(Dist, EachRankWritesItsOwnStoreAndTheWaitShows) {
   TempDir dir;
   Exit e = tc::test::run({mpirun(), "-np", "2", bin("tc-profile"), "-q", "-o", dir.file("run.tcdb"), "--", bin("tc-test-dist"),
                           "--global-batch", "8", "--steps", "8", "--long-rank", "1", "--long-at", "5"},
-                         mpi_env(dir));
+                         mpi_env(dir), tc::test::kMpirunLimit);
   ASSERT_EQ(e.code, 0) << e.err;
   ASSERT_TRUE(std::filesystem::exists(dir.file("run.rank0.tcdb")));
   ASSERT_TRUE(std::filesystem::exists(dir.file("run.rank1.tcdb")));
@@ -153,7 +173,7 @@ TEST(Dist, ADataParallelStepIsOneCompiledGraphThatHoldsTheAllReduce) {
   const int steps = 6;
   Exit e = tc::test::run({mpirun(), "-np", "2", bin("tc-profile"), "-q", "-o", dir.file("run.tcdb"), "--", bin("tc-test-dist"),
                           "--global-batch", "8", "--steps", std::to_string(steps)},
-                         mpi_env(dir));
+                         mpi_env(dir), tc::test::kMpirunLimit);
   ASSERT_EQ(e.code, 0) << e.err;
   // The gradients of l1 (8x16, 16) and l2 (16x4, 4), packed.
   const int64_t grad_bytes = 4 * (8 * 16 + 16 + 16 * 4 + 4);
@@ -211,7 +231,7 @@ TEST(Dist, PercentRPlacesTheRank) {
   std::filesystem::create_directories(dir.file("r1"));
   Exit e = tc::test::run({mpirun(), "-np", "2", bin("tc-profile"), "-q", "-o", dir.file("r%r/train.tcdb"), "--", bin("tc-test-dist"),
                           "--global-batch", "4", "--steps", "1"},
-                         mpi_env(dir));
+                         mpi_env(dir), tc::test::kMpirunLimit);
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("r0/train.tcdb")));
   EXPECT_TRUE(std::filesystem::exists(dir.file("r1/train.tcdb")));

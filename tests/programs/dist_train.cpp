@@ -1,6 +1,7 @@
 // tc-test-dist: data-parallel training with tc::dist (tests/dist).
 //
 //   mpirun -np 2 tc-test-dist --global-batch 16 --steps 20 [--long-rank 1 --long-at 5] [--params FILE]
+//                             [--fail-rank R --fail-at S]
 //
 // Every rank builds the same model (fixed seeds) and trains on its shard of a
 // deterministic global batch: rank r takes rows r*b .. (r+1)*b-1, b = G/N.
@@ -8,13 +9,17 @@
 // rank R's batch at step S has T = 20 (a new shape: only that rank compiles
 // again, and the others wait for it at the all-reduce). Each step prints, on
 // rank 0, "step S loss L" with L the mean loss over the global batch; --params
-// FILE writes every parameter value at the end (rank 0), one per line.
+// FILE writes every parameter value at the end (rank 0), one per line. With
+// --fail-rank R --fail-at S, rank R throws before its step S (main prints
+// the error and returns 1) while the others go on into the step's
+// collective: a rank that fails.
 #include <tc/dist.h>
 #include <tc/tc.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,7 +30,7 @@ float value(int64_t step, int64_t row, int64_t t, int64_t k) {
 }
 
 int train(int argc, char** argv) {
-  int64_t global = 16, steps = 20, long_rank = -1, long_at = -1;
+  int64_t global = 16, steps = 20, long_rank = -1, long_at = -1, fail_rank = -1, fail_at = -1;
   std::string params_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -34,8 +39,10 @@ int train(int argc, char** argv) {
     else if (a == "--long-rank") long_rank = std::atoll(argv[i + 1]);
     else if (a == "--long-at") long_at = std::atoll(argv[i + 1]);
     else if (a == "--params") params_file = argv[i + 1];
+    else if (a == "--fail-rank") fail_rank = std::atoll(argv[i + 1]);
+    else if (a == "--fail-at") fail_at = std::atoll(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: tc-test-dist [--global-batch G] [--steps N] [--long-rank R --long-at S] [--params FILE]\n");
+      std::fprintf(stderr, "usage: tc-test-dist [--global-batch G] [--steps N] [--long-rank R --long-at S] [--params FILE] [--fail-rank R --fail-at S]\n");
       return 2;
     }
   }
@@ -52,6 +59,7 @@ int train(int argc, char** argv) {
   tc::dist::broadcast(params);
   tc::optim::SGD opt(params, {.lr = 0.1, .momentum = 0.9});
   for (int64_t step = 0; step < steps; ++step) {
+    if (rank == fail_rank && step == fail_at) throw std::runtime_error("tc-test-dist: rank " + std::to_string(rank) + " fails at step " + std::to_string(step) + " (--fail-rank)");
     const int64_t T = rank == long_rank && step == long_at ? 20 : 12;
     std::vector<float> xs(static_cast<size_t>(b * T * in));
     std::vector<int32_t> ys(static_cast<size_t>(b));

@@ -28,7 +28,10 @@
 //   OMPI_COMM_WORLD_SIZE, or PMI_SIZE) with more than one rank it loads
 //   libtc_mpi.so (installed beside tc; TC_MPI_LIBRARY names another) and
 //   starts MPI; otherwise the program is a world of 1 and needs no MPI at
-//   run time. MPI is finalized at exit. A second init() is a no-op.
+//   run time. MPI is finalized at exit; a rank that exits with a non-zero
+//   status (an error it returned from main) aborts the job instead
+//   (MPI_Abort with that status, after one line on stderr), so that no
+//   rank waits forever for it in a collective. A second init() is a no-op.
 //   It measures this rank's clock offset to rank 0 (the minimum-error
 //   ping-pong of a few round trips) and records rank, world size, host, job
 //   and offset in the store (table `ranks`), so that stores of one job line up.

@@ -48,6 +48,14 @@ TC_MPI_API int tc_mpi_finalize(void) {
   return finalized ? 0 : check(MPI_Finalize(), "MPI_Finalize");
 }
 
+/* Ends every rank of the job (a rank that fails must not leave the others
+ * waiting for it in a collective, nor wait for them in MPI_Finalize). */
+TC_MPI_API void tc_mpi_abort(int code) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 TC_MPI_API int tc_mpi_allreduce_sum_f32(float* data, int64_t count) {
   /* In pieces of at most INT_MAX elements (MPI counts are int). */
   while (count > 0) {

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "../../collective.h"
 #include "../../events.h"
@@ -326,6 +328,39 @@ void warn(const std::string& message) {
   events::log_warning(message);
 }
 
+// One key's build across processes: an exclusive flock() on tc_<key>.lock,
+// held while the entry is checked, built, moved in and loaded. Ranks of one
+// job (or any processes sharing the cache) that need the same graph at once
+// then build it once: the others wait and load what the first moved in. The
+// kernel drops the lock of a process that dies. Without it, a second build
+// renamed its object over the first one's between that one's check and its
+// load ("changed while it was being loaded"), and the first rank failed.
+// A lock that cannot be taken is said once and the build goes on without it.
+class KeyLock {
+ public:
+  explicit KeyLock(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = -1;
+    if (fd_ >= 0) {
+      while ((rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+      }
+    }
+    if (rc != 0) {
+      static bool said = false;
+      if (!said) warn("tc: code cache: cannot lock " + path + " (" + errno_text(errno) + "); building without it");
+      said = true;
+    }
+  }
+  ~KeyLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 std::string cache_directory() { return secure_cache_dir(); }
@@ -344,6 +379,13 @@ Built build_and_load(const std::string& source, int64_t graph_id, int parts) {
   const std::string so = dir + "/" + base + ".so", meta = dir + "/" + base + ".meta", log = dir + "/" + base + ".log";
   std::string why;
   void* handle = load_verified(so, meta, key, &why);
+  // Not there (or not whole): looked at again under the key's lock, where
+  // another process's build of it has finished (KeyLock).
+  std::optional<KeyLock> lock;
+  if (!handle) {
+    lock.emplace(dir + "/" + base + ".lock");
+    handle = load_verified(so, meta, key, &why);
+  }
   b.disk_hit = handle != nullptr;
   if (!handle) {
     if (!why.empty()) warn("tc: code cache: " + why + "; rebuilding it");
