@@ -25,11 +25,16 @@ namespace {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
-tc::test::Exit train(const std::string& cache, Env more = {}) {
+// tc-test-compile's environment: this cache, compiled, no recording, g++
+// unless `more` says otherwise (later entries win).
+Env train_env(const std::string& cache, Env more = {}) {
   Env env{{"TC_CACHE_DIR", cache}, {"TC_EAGER", ""}, {"TC_PROFILE", ""}, {"TC_PROFILE_FD", ""}, {"TC_CXX", ""}};
   env.insert(env.end(), more.begin(), more.end());
-  return tc::test::run({bin("tc-test-compile"), "--batches", "4,4"}, env);
+  return env;
 }
+const std::vector<std::string> kTrain = {bin("tc-test-compile"), "--batches", "4,4"};
+
+tc::test::Exit train(const std::string& cache, Env more = {}) { return tc::test::run(kTrain, train_env(cache, std::move(more))); }
 
 // The cache's entries with this extension (tc_<key>.<ext>).
 std::vector<fs::path> entries(const std::string& dir, const std::string& ext) {
@@ -196,16 +201,13 @@ size_t distinct_lines(const std::string& path) {
 TEST(CodeCache, TwoProcessesNeedingOneGraphBuildItOnce) {
   TempDir dir;
   const std::string alone_log = dir.file("alone.log"), both_log = dir.file("both.log");
-  Env alone_env{{"TC_CACHE_DIR", dir.file("alone")}, {"TC_EAGER", ""}, {"TC_PROFILE", ""}, {"TC_PROFILE_FD", ""},
-                {"TC_CXX", noting_compiler(dir, alone_log)}};
-  auto alone = tc::test::run({bin("tc-test-compile"), "--batches", "4,4"}, alone_env);
+  auto alone = train(dir.file("alone"), {{"TC_CXX", noting_compiler(dir, alone_log)}});
   ASSERT_EQ(alone.code, 0) << alone.err;
   const size_t builds = distinct_lines(alone_log);
   ASSERT_GT(builds, 0u) << "the compiler never ran";
 
-  Env both_env{{"TC_CACHE_DIR", dir.file("both")}, {"TC_EAGER", ""}, {"TC_PROFILE", ""}, {"TC_PROFILE_FD", ""},
-               {"TC_CXX", noting_compiler(dir, both_log)}};
-  tc::test::Child a({bin("tc-test-compile"), "--batches", "4,4"}, both_env), b({bin("tc-test-compile"), "--batches", "4,4"}, both_env);
+  const Env both = train_env(dir.file("both"), {{"TC_CXX", noting_compiler(dir, both_log)}});
+  tc::test::Child a(kTrain, both), b(kTrain, both);
   tc::test::Exit ea = a.wait(std::chrono::seconds(120)), eb = b.wait(std::chrono::seconds(120));
   EXPECT_EQ(ea.code, 0) << ea.err;
   EXPECT_EQ(eb.code, 0) << eb.err;

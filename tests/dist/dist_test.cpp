@@ -78,7 +78,8 @@ TEST_P(DataParallel, TwoRanksTrainLikeOneRankWithTheDoubleBatch) {
   const std::string one = dir.file("one.txt"), two = dir.file("two.txt");
   Exit a = tc::test::run({bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", one}, env);
   ASSERT_EQ(a.code, 0) << a.err;
-  Exit b = tc::test::run({mpirun(), "-np", "2", bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", two}, env, tc::test::kMpirunLimit);
+  Exit b = tc::test::run({mpirun(), "-np", "2", bin("tc-test-dist"), "--global-batch", "16", "--steps", "20", "--params", two}, env,
+                         tc::test::kMpirunLimit);
   ASSERT_EQ(b.code, 0) << b.err;
   std::vector<double> la = numbers(a.out, " loss "), lb = numbers(b.out, " loss ");
   EXPECT_EQ(la.size(), 20u);

@@ -42,7 +42,9 @@ int train(int argc, char** argv) {
     else if (a == "--fail-rank") fail_rank = std::atoll(argv[i + 1]);
     else if (a == "--fail-at") fail_at = std::atoll(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: tc-test-dist [--global-batch G] [--steps N] [--long-rank R --long-at S] [--params FILE] [--fail-rank R --fail-at S]\n");
+      std::fprintf(stderr,
+                   "usage: tc-test-dist [--global-batch G] [--steps N] [--long-rank R --long-at S] [--params FILE]"
+                   " [--fail-rank R --fail-at S]\n");
       return 2;
     }
   }
@@ -59,7 +61,8 @@ int train(int argc, char** argv) {
   tc::dist::broadcast(params);
   tc::optim::SGD opt(params, {.lr = 0.1, .momentum = 0.9});
   for (int64_t step = 0; step < steps; ++step) {
-    if (rank == fail_rank && step == fail_at) throw std::runtime_error("tc-test-dist: rank " + std::to_string(rank) + " fails at step " + std::to_string(step) + " (--fail-rank)");
+    if (rank == fail_rank && step == fail_at)
+      throw std::runtime_error("tc-test-dist: rank " + std::to_string(rank) + " fails at step " + std::to_string(step) + " (--fail-rank)");
     const int64_t T = rank == long_rank && step == long_at ? 20 : 12;
     std::vector<float> xs(static_cast<size_t>(b * T * in));
     std::vector<int32_t> ys(static_cast<size_t>(b));

@@ -86,8 +86,7 @@ class Child {
   }
   ~Child() {
     if (pid_ > 0 && !reaped_) {
-      kill(-pid_, SIGKILL);
-      kill(pid_, SIGKILL);
+      kill_all();
       waitpid(pid_, nullptr, 0);
     }
     if (out_ >= 0) close(out_);
@@ -136,8 +135,7 @@ class Child {
         if (e.timed_out) break;  // the extra 5 s after the kill are over too
         e.timed_out = true;
         e.err += process_tree();
-        kill(-pid_, SIGKILL);
-        kill(pid_, SIGKILL);
+        kill_all();
         deadline = clock::now() + std::chrono::seconds(5);
         continue;
       }
@@ -158,6 +156,12 @@ class Child {
   }
 
  private:
+  // The child and everything it started (its process group; the child
+  // itself too, should the group not have been made).
+  void kill_all() const {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
   // `ps` of every process, as a forest with what each waits in.
   static std::string process_tree() {
     std::string s = "\n[test support: the time limit passed; the processes then:]\n";
