@@ -61,7 +61,7 @@ void write_store(const std::string& path, int64_t events) {
     check(s.row(schema::explicit_evaluations).null().i64(1).i64(ts + 12 * ms).i64(2 * ms).i64(st).text("item").i64(3).i64(12).i64(0).insert());
   }
   check(s.row(schema::run).i64(1).text("0.1.0").text("[\"./train\"]").text("/").text("h").text("tc-profile").text("monotonic").i64(0)
-            .i64(steps * 20 * ms).i64(0).i64(0).null().i64(1).i64(events).i64(0).text("none").null().null().insert());
+            .i64(steps * 20 * ms).i64(0).i64(0).null().i64(1).i64(events).i64(0).text("none").null().null().null().insert());
   check(s.finalize());
 }
 

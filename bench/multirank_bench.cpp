@@ -187,7 +187,7 @@ int64_t write_rank(const Plan& p, int64_t r, const std::string& path) {
   }
   check(s.row(schema::run).i64(1).text("0.1.0").text("[\"./train\",\"--ranks\",\"64\"]").text("/work").text("node" + std::to_string(r / 8))
             .text("tc-profile").text("monotonic").i64(L(0)).i64(L(p.end_b.back() + kMs)).i64(0).i64(0).null().i64(1).i64(rows).i64(0).text("none")
-            .null().text("tc").insert());
+            .null().text("tc").null().insert());
   check(s.finalize());
   return rows;
 }

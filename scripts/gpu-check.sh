@@ -6,7 +6,9 @@
 #      the GPU against eager (tests/cuda with TC_CUDA_TEST_BACKEND=cuda), the
 #      NVRTC/ptxas check and the CUPTI translation tests;
 #   3. a profiled run (tc-profile, TC_DEVICE=cuda) whose kernel_executions
-#      join their executions and kernels;
+#      join their executions and kernels, and whose CUPTI rows (gpu_activity,
+#      through libtc_cupti.so) join them too; a PyTorch program's GPU kernels
+#      recorded the same way;
 #   4. a benchmark: the MLP step of tc-bench-compiler on the GPU against
 #      PyTorch eager and torch.compile on the same GPU.
 # Every check runs (a failure does not hide the next); the summary lists
@@ -77,7 +79,7 @@ echo "== configure ($build)"
 cmake -S . -B "$build" "${cmake_args[@]}" > "$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; die "cmake failed (log: $build.configure.log)"; }
 grep -q "CUDA parts enabled" "$build.configure.log" || { grep "tc:" "$build.configure.log"; die "CMake found no CUDA toolkit"; }
 targets=(tc_compiler_tests tc_cuda_tests tc_cuda_nvrtc_test tc-test-compile tc-profile tc-analyze tc-bench-compiler)
-grep -q "tc_cupti_test" "$build/build.ninja" 2>/dev/null && targets+=(tc_cupti_test)
+grep -q "tc_cupti_test" "$build/build.ninja" 2>/dev/null && targets+=(tc_cupti_test tc_cupti_e2e_test tc_cupti_injection tc-test-cupti)
 echo "== build: ${targets[*]}"
 timeout 300 ninja -C "$build" "${targets[@]}" > "$build.build.log" 2>&1 || { tail -40 "$build.build.log"; die "build failed (log: $build.build.log)"; }
 echo "   built in $(( $(date +%s) - start )) s"
@@ -116,6 +118,7 @@ NOSKIP=1 check cuda_tests_on_gpu 180 env TC_CUDA_TEST_BACKEND=cuda "$bin/tc_cuda
 check cuda_emulated 180 "$bin/tc_cuda_tests"
 check nvrtc_sm90 120 "$bin/tc_cuda_nvrtc_test"
 [ -x "$bin/tc_cupti_test" ] && check cupti_translation 60 "$bin/tc_cupti_test"
+[ -x "$bin/tc_cupti_e2e_test" ] && check cupti_e2e 60 "$bin/tc_cupti_e2e_test"
 
 echo "== 3. a profiled run on the GPU: kernels joined to executions"
 rm -f "$build/gpu-run.tcdb"
@@ -136,6 +139,43 @@ print(f"kernel_executions {total}, joined to executions and kernels {joined}, in
 sys.exit(0 if total > 0 and joined == total and inside == total else 1)
 EOF
   check analyze_kernels 60 "$bin/tc-analyze" kernels "$build/gpu-run.tcdb"
+  # CUPTI (libtc_cupti.so through CUDA_INJECTION64_PATH): it ran, lost
+  # nothing, and tc's kernels in gpu_activity join their execution and kernel.
+  check cupti_joined 60 python3 - "$build/gpu-run.tcdb" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("run.cupti:", db.execute("select cupti from run").fetchone())
+cap = db.execute("select status, detail, records, dropped from gpu_capture").fetchall()
+print("gpu_capture:", cap)
+tc = db.execute("select count(*) from gpu_activity where graph_id is not null").fetchone()[0]
+joined = db.execute("""select count(*) from gpu_activity g join executions e on e.execution_id = g.execution_id
+    join kernels k on k.graph_id = g.graph_id and k.kernel = g.kernel""").fetchone()[0]
+copies = db.execute("select kind, count(*), sum(bytes) from gpu_activity where kind <> 'kernel' group by kind").fetchall()
+print(f"tc kernels in gpu_activity {tc}, joined {joined}; copies {copies}")
+ok = cap and all(c[0] == "recorded" and c[3] == 0 for c in cap) and tc > 0 and joined == tc and copies
+sys.exit(0 if ok else 1)
+EOF
+fi
+
+echo "== 3b. a PyTorch program under tc-profile: its GPU kernels and copies in gpu_activity"
+rm -f "$build/torch-run.tcdb"
+check torch_profiled 180 "$bin/tc-profile" -o "$build/torch-run.tcdb" -- python3 -c "
+import torch
+x = torch.randn(256, 256, device='cuda')
+for _ in range(20): x = torch.relu(x @ x) / 256
+print(float(x.sum()))"
+if [ -f "$build/torch-run.tcdb" ]; then
+  check torch_gpu_kernels 60 python3 - "$build/torch-run.tcdb" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("gpu_capture:", db.execute("select status, detail, records, dropped from gpu_capture").fetchall())
+rows = db.execute("select name, count(*), sum(dur) from gpu_activity where kind = 'kernel' group by name order by 3 desc").fetchall()
+for r in rows[:10]: print(r)
+n = sum(r[1] for r in rows)
+print("kernels:", n)
+sys.exit(0 if n >= 20 else 1)
+EOF
+  check torch_analyze_kernels 60 "$bin/tc-analyze" kernels "$build/torch-run.tcdb"
 fi
 
 echo "== 4. benchmark: MLP training step, tc on the GPU vs PyTorch eager and torch.compile"

@@ -77,6 +77,43 @@ std::string ending(const Report& r) {
   return "end unknown";
 }
 
+// tc-analyze kernels: the GPU's share, from CUPTI (gpu_activity), when the
+// run had any; and why not, when capture was tried and could not start.
+void print_gpu_activity(const tc::analysis::GpuActivity& g, int top) {
+  if (g.status.empty() && g.kernels.empty() && g.copies.empty()) return;
+  if (g.kernels.empty() && g.copies.empty()) {
+    if (g.status == "unavailable") std::printf("GPU (CUPTI): not recorded: %s\n", shown(g.detail).c_str());
+    else std::printf("GPU (CUPTI): recorded, no kernels or copies ran\n");
+    return;
+  }
+  int64_t copy_bytes = 0;
+  double copy_s = 0;
+  for (const auto& c : g.copies) copy_bytes += c.bytes, copy_s += c.total_s;
+  std::printf("GPU (CUPTI): kernels %s on the device, copies and sets %s in %s", secs(g.kernel_s).c_str(),
+              bytes(static_cast<double>(copy_bytes)).c_str(), secs(copy_s).c_str());
+  if (g.dropped > 0) std::printf("; %lld records lost (CUPTI's buffers were full): the totals are low", static_cast<long long>(g.dropped));
+  std::printf("\n");
+  if (!g.kernels.empty()) {
+    std::printf("  %-52s %7s %10s %6s %10s %10s %10s\n", "GPU kernel", "calls", "total", "share", "mean", "p50", "p99");
+    int n = 0;
+    for (const auto& k : g.kernels) {
+      if (n++ == top) {
+        std::printf("  ... %zu more kernels (--top, or --json for all)\n", g.kernels.size() - static_cast<size_t>(top));
+        break;
+      }
+      std::string name = shown(k.name);
+      if (k.graph_id > 0) name += " (g" + std::to_string(k.graph_id) + " k" + std::to_string(k.kernel) + ")";
+      if (name.size() > 52) name = name.substr(0, 49) + "...";
+      std::printf("  %-52s %7lld %10s %5.1f%% %10s %10s %10s\n", name.c_str(), static_cast<long long>(k.calls), secs(k.total_s).c_str(),
+                  k.share * 100, secs(k.mean_s).c_str(), secs(k.p50_s).c_str(), secs(k.p99_s).c_str());
+    }
+  }
+  for (const auto& c : g.copies) {
+    std::printf("  %-52s %7lld %10s  %s, %.3g GB/s\n", c.kind.c_str(), static_cast<long long>(c.calls), secs(c.total_s).c_str(),
+                bytes(static_cast<double>(c.bytes)).c_str(), c.gbps);
+  }
+}
+
 int open_error(const tc::Status& s) {
   std::fprintf(stderr, "tc-analyze: %s\n", shown(s.message()).c_str());
   return static_cast<int>(s.code());
@@ -555,8 +592,11 @@ int main(int argc, char** argv) {
                 t.execute_s > 0 ? 100 * t.kernel_s / t.execute_s : 0.0);
     if (t.peak_gflops > 0) std::printf("; ceilings %.0f GFLOP/s, %.0f GB/s", t.peak_gflops, t.peak_gbps);
     std::printf("\n");
-    if (t.rows.empty()) {
+    if (t.rows.empty() && t.gpu.kernels.empty() && t.gpu.copies.empty()) {
       std::printf("  no kernel timings in this store (recorded by tc before schema v2, or with no compiled or eager execution)\n");
+    }
+    if (t.rows.empty()) {
+      print_gpu_activity(t.gpu, top);
       return 0;
     }
     std::printf("  %-36s %7s %10s %6s %10s %10s %10s %9s %9s  %s\n", by == "site" ? "source line" : "kernel (fused ops)", "calls", "total",
@@ -576,6 +616,7 @@ int main(int argc, char** argv) {
       std::printf("  %-36s %7lld %10s %5.1f%% %10s %10s %10s %9.2f %9.2f  %s\n", name.c_str(), static_cast<long long>(k.calls), secs(k.total_s).c_str(),
                   k.share * 100, secs(k.mean_s).c_str(), secs(k.p50_s).c_str(), secs(k.p99_s).c_str(), k.gflops, k.gbps, rest.c_str());
     }
+    print_gpu_activity(t.gpu, top);
     return 0;
   }
   if (sub == "diff" && two_sets && (paths.size() > 1 || b_paths.size() > 1)) return run_job_diff(paths, b_paths, options, json, rule);

@@ -170,15 +170,43 @@ std::string refuse_output(const std::string& output, bool force, const std::stri
   return "";
 }
 
-// libtc_nvtx.so as installed with tc-profile: PREFIX/lib beside PREFIX/bin
-// (the build tree has the same layout). "" when it is not there.
-std::string nvtx_library_path() {
+// An injection library as installed with tc-profile (libtc_nvtx.so,
+// libtc_cupti.so): PREFIX/lib beside PREFIX/bin (the build tree has the same
+// layout). "" when it is not there.
+std::string injection_library_path(const char* name) {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  std::filesystem::path lib = exe.parent_path().parent_path() / "lib" / "libtc_nvtx.so";
+  std::filesystem::path lib = exe.parent_path().parent_path() / "lib" / name;
   struct stat st{};
   return ::stat(lib.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? lib.string() : "";
+}
+
+// The injection library tc-profile hands the program through `variable`:
+// ours (`library` beside tc-profile; `*said` = "tc"), or none when the user
+// set the variable already ("user: PATH", left alone, and said so), asked
+// for none (`off`: "off") or ours is not installed ("off"; said when
+// `say_missing`). Returns the path to set, "" for none.
+std::string choose_injection(const char* variable, const char* library, const char* without, bool off, bool say_missing, bool quiet,
+                             std::string* said) {
+  if (const char* user = std::getenv(variable); user && *user) {
+    *said = std::string("user: ") + user;
+    if (!quiet) {
+      std::fprintf(stderr, "tc-profile: %s is already set (%s); leaving it alone, so %s by tc\n", variable,
+                   tc::analysis::printable(user).c_str(), without);
+    }
+    return "";
+  }
+  if (off) {
+    *said = "off";
+    return "";
+  }
+  std::string path = injection_library_path(library);
+  *said = path.empty() ? "off" : "tc";
+  if (path.empty() && say_missing && !quiet) {
+    std::fprintf(stderr, "tc-profile: %s is not installed beside tc-profile (../lib); %s\n", library, without);
+  }
+  return path;
 }
 
 // tc's Python start-up hook as installed with tc-profile: PREFIX/lib/tc/python
@@ -277,6 +305,11 @@ int main(int argc, char** argv) {
                "and imports its compilations, shape changes and graph breaks into the store; a TORCH_TRACE you set is used and kept. "
                "Nor the JAX log of the Python hook");
   app.add_flag("--no-nvtx", no_nvtx, "Do not capture the program's NVTX ranges and marks (by default tc-profile sets NVTX_INJECTION64_PATH to libtc_nvtx.so)");
+  bool no_cupti = false;
+  app.add_flag("--no-cupti", no_cupti,
+               "Do not record the program's GPU kernels, copies and sets (by default tc-profile sets CUDA_INJECTION64_PATH to "
+               "libtc_cupti.so, which the CUDA driver loads when the program starts CUDA: CUPTI's activity goes to the gpu_activity "
+               "table, for any CUDA program; TC_CUPTI_LIBRARY names libcupti.so if it is not on the library path)");
   app.footer(
       "Exit status: the program's own, or 128+N when it died of signal N; 2 for bad usage, 126/127 when the program cannot run; "
       "1 when recording failed (a full disk) and the program exited 0.\n"
@@ -345,23 +378,13 @@ int main(int argc, char** argv) {
   tc::collect::RunInfo info = tc::collect::gather_run_info(command, "tc-profile");
   info.cuda = tc::collect::cuda_probe();
   info.step_range = step_range;
-  // NVTX: our injection library, unless the user attached a tool of their own.
-  std::string nvtx_library;
-  if (const char* user = std::getenv("NVTX_INJECTION64_PATH"); user && *user) {
-    info.nvtx = std::string("user: ") + user;
-    if (!quiet) {
-      std::fprintf(stderr, "tc-profile: NVTX_INJECTION64_PATH is already set (%s); leaving it alone, so NVTX is not captured by tc\n",
-                   tc::analysis::printable(user).c_str());
-    }
-  } else if (no_nvtx) {
-    info.nvtx = "off";
-  } else {
-    nvtx_library = nvtx_library_path();
-    info.nvtx = nvtx_library.empty() ? "off" : "tc";
-    if (nvtx_library.empty() && !quiet) {
-      std::fprintf(stderr, "tc-profile: libtc_nvtx.so is not installed beside tc-profile (../lib); NVTX is not captured\n");
-    }
-  }
+  // NVTX and GPU activity: our injection libraries, unless the user
+  // attached a tool of their own. libtc_cupti is built only with the CUDA
+  // toolkit: without it there is nothing to say.
+  std::string nvtx_library = choose_injection("NVTX_INJECTION64_PATH", "libtc_nvtx.so", "NVTX is not captured", no_nvtx, true,
+                                              quiet, &info.nvtx);
+  std::string cupti_library = choose_injection("CUDA_INJECTION64_PATH", "libtc_cupti.so", "GPU activity is not recorded", no_cupti,
+                                               false, quiet, &info.cupti);
   // Frameworks: torch.compile's structured trace, into the user's TORCH_TRACE
   // when they chose one (left as it is), else into a private directory.
   FrameworkLogs framework_logs;
@@ -439,6 +462,7 @@ int main(int argc, char** argv) {
     setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
     unsetenv("TC_PROFILE");  // one collector: ours
     if (!nvtx_library.empty()) setenv("NVTX_INJECTION64_PATH", nvtx_library.c_str(), 1);
+    if (!cupti_library.empty()) setenv("CUDA_INJECTION64_PATH", cupti_library.c_str(), 1);
     if (private_torch_trace) setenv("TORCH_TRACE", torch_trace.c_str(), 1);
     if (!jax_log.empty()) setenv("TC_JAX_LOG_DIR", jax_log.c_str(), 1); else unsetenv("TC_JAX_LOG_DIR");
     if (!xla_log.empty()) setenv("TC_XLA_LOG_DIR", xla_log.c_str(), 1); else unsetenv("TC_XLA_LOG_DIR");

@@ -43,11 +43,13 @@ std::string oom_message(int64_t requested, int64_t live, int64_t capacity,
 struct Allocator {
   int64_t env_capacity = 0;
   int64_t override_capacity = 0;
+  bool env_given = false;  // TC_DEVICE_MEMORY_LIMIT: the user's, kept over the device's
   MemoryStats s;
 
   Allocator() {
     if (const char* e = std::getenv("TC_DEVICE_MEMORY_LIMIT"); e && *e) {
       env_capacity = parse_byte_size(e);
+      env_given = true;
     } else {
       env_capacity = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
                      static_cast<int64_t>(sysconf(_SC_PAGESIZE));
@@ -175,6 +177,13 @@ ScopedBatchSize::~ScopedBatchSize() { t_batch_size = saved_; }
 void Buffer::copy_to_host(void* dst, std::size_t bytes) const { owner_->copy_to_host(dst, ptr_, bytes); }
 void Buffer::copy_from_host(const void* src, std::size_t bytes) { owner_->copy_from_host(ptr_, src, bytes); }
 bool Buffer::host_memory() const { return owner_->host_memory(); }
+
+void set_device_capacity(int64_t bytes) {
+  auto& a = allocator();
+  if (bytes <= 0 || a.env_given) return;
+  a.env_capacity = bytes;
+  if (a.override_capacity <= 0) a.s.capacity = bytes;
+}
 
 std::shared_ptr<Buffer> allocate(int64_t bytes, Category category) {
   return std::make_shared<Buffer>(bytes, category);

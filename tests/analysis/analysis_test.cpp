@@ -50,6 +50,7 @@ class StoreBuilder {
     r.i64(complete).i64(0).i64(dropped).text("none");
     if (step_range) r.text(*step_range); else r.null();
     r.text("tc");
+    r.null();
     ok(r.insert());
   }
   void location(int64_t id, const std::string& name, const std::string& file, int64_t line) {

@@ -38,7 +38,7 @@ void write_nvtx_store(const std::string& path) {
   ASSERT_TRUE(created.ok()) << created.status().message();
   tc::store::Writer& w = **created;
   ok(w.row(schema::run).i64(1).text("0.1.0").text("[\"./train\"]").text("/work").text("host").text("tc-profile").text("monotonic")
-         .i64(0).i64(1000 * kMs).i64(0).null().i64(9).i64(0).i64(0).i64(0).text("none").null().text("tc").insert());
+         .i64(0).i64(1000 * kMs).i64(0).null().i64(9).i64(0).i64(0).i64(0).text("none").null().text("tc").null().insert());
   struct L { int64_t id; const char* name; const char* file; const char* fn; };
   for (const L& l : {L{kTrainStep, "train.step", "train.cpp", "main"}, L{kLogFlush, "log.flush", "train.cpp", "main"},
                      L{kForward, "forward", "nvtx", ""}, L{kBackward, "backward", "nvtx", ""}, L{kLoadBatch, "load batch", "nvtx", "data"},

@@ -362,7 +362,7 @@ TEST(Job, OneStoreOfSeveralRanksIsSplitByProcess) {
     }
     auto r = s.row(schema::run);
     r.i64(1).text("0.1.0").text("[\"mpirun\"]").text("/").text("vm").text("tc-profile").text("monotonic");
-    ok(r.i64(0).i64(4000 * kMs).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").insert());
+    ok(r.i64(0).i64(4000 * kMs).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").null().insert());
     ok(s.finalize());
   }
   auto reader = tc::store::Reader::open(path);

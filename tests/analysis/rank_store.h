@@ -161,7 +161,7 @@ inline std::vector<std::string> write_job(const std::string& dir, const std::vec
   for (size_t i = 0; i < plans.size(); ++i) {
     auto r = out[i].w->row(schema::run);
     r.i64(1).text("0.1.0").text("[\"./train\"]").text("/work").text("host" + std::to_string(plans[i].rank)).text("tc-profile").text("monotonic");
-    ok(r.i64(local(i, 0)).i64(local(i, start + ms)).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").insert());
+    ok(r.i64(local(i, 0)).i64(local(i, start + ms)).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").null().insert());
     ok(out[i].w->finalize());
   }
   return paths;

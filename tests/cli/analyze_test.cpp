@@ -378,7 +378,7 @@ std::string write_store_with_bad_names(const TempDir& dir) {
   auto ok = [](const tc::Status& st) { EXPECT_TRUE(st.ok()) << st.message(); };
   auto run = s.row(schema::run);
   run.i64(1).text("0.1.0").text("[\"./tr\xff\",\"\x1b]0;owned\x07\"]").text("/work").text("host").text("tc-profile").text("monotonic");
-  ok(run.i64(0).i64(10 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().null().insert());
+  ok(run.i64(0).i64(10 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().null().null().insert());
   ok(s.row(schema::locations).i64(1).text("item").text("/src/\x1b[2Jtr\xfe\xffin.cpp").text("main").i64(7).insert());
   ok(s.row(schema::processes).i64(1).i64(4242).text("train").i64(0).null().insert());
   ok(s.row(schema::threads).i64(1).i64(1).i64(10).text("worker\xc3").insert());
@@ -442,7 +442,7 @@ std::string write_nvtx_store(const TempDir& dir, const std::string& name = "nvtx
   auto ok = [](const tc::Status& st) { EXPECT_TRUE(st.ok()) << st.message(); };
   auto run = s.row(schema::run);
   run.i64(1).text("0.1.0").text("[\"python\",\"train.py\"]").text("/work").text("host").text("tc-profile").text("monotonic");
-  ok(run.i64(0).i64(100 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").insert());
+  ok(run.i64(0).i64(100 * ms).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").null().insert());
   ok(s.row(schema::processes).i64(1).i64(4242).text("python").i64(0).null().insert());
   ok(s.row(schema::threads).i64(1).i64(1).i64(4242).text("MainThread").insert());
   ok(s.row(schema::threads).i64(2).i64(1).i64(4243).text("loader").insert());

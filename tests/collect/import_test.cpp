@@ -148,7 +148,7 @@ tc::analysis::Report analyze_fixture(const Scratch& s, const std::string& fixtur
     // The run row, as a collector writes it: started at store time 1 s, ended 10 s later.
     EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
                     .i64(1'000'000'000).i64(211'000'000'000).i64(1'796'149'600'000'000'000).i64(0).null().i64(1).i64(0).i64(0).text("")
-                    .null().text("tc").insert().ok());
+                    .null().text("tc").null().insert().ok());
     EXPECT_TRUE((*w)->finalize().ok());
   }
   auto r = tc::store::Reader::open(path);

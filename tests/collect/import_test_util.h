@@ -51,7 +51,7 @@ inline std::string import_with_run(Importer importer, const std::string& dir, co
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (r.ok() && summary) *summary = *r;
   EXPECT_TRUE((*w)->row(tc::store::schema::run).i64(1).text("0").text("[\"python\"]").text("/").text("h").text("tc-profile").text("monotonic")
-                  .i64(1).i64(INT64_C(1) << 61).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("").null().text("tc").insert().ok());
+                  .i64(1).i64(INT64_C(1) << 61).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("").null().text("tc").null().insert().ok());
   EXPECT_TRUE((*w)->finalize().ok());
   return path;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <tc/tc.h>
 
+#include "backend/backend.h"  // compiler/src: set_device_capacity
 #include "events.h"  // compiler/src: the recording seam and its test observer
 
 namespace {
@@ -203,6 +204,32 @@ TEST_F(Runtime, OutOfMemoryCarriesTheBreakdown) {
   EXPECT_EQ(tc::memory_stats().live, live);  // nothing leaked by the failed cut
   tc::set_device_memory_limit(0);
   EXPECT_EQ(big.to_host()[0], 2.0f);  // the graph is still usable
+}
+
+// The CUDA backend gives the allocator cuMemGetInfo's total when it opens
+// the device (set_device_capacity): the capacity the out-of-memory check and
+// its message use, below a limit the program set. Here with a small one.
+TEST_F(Runtime, TheDevicesCapacityIsTheOutOfMemoryCapacity) {
+  const int64_t before = tc::memory_stats().capacity;
+  const int64_t live = tc::memory_stats().live;
+  tc::detail::set_device_capacity(live + 2048);
+  EXPECT_EQ(tc::memory_stats().capacity, live + 2048);
+  auto big = tc::ones({1024}) * 3.0;  // 4096 bytes at execution
+  try {
+    (void)big.to_host();
+    ADD_FAILURE() << "expected tc::OutOfMemoryError";
+  } catch (const tc::OutOfMemoryError& e) {
+    EXPECT_EQ(e.capacity, live + 2048);
+    EXPECT_NE(std::string(e.what()).find("capacity of " + std::to_string(live + 2048)), std::string::npos) << e.what();
+  }
+  // A limit the program sets wins over the device's, and lifting it restores the device's.
+  tc::set_device_memory_limit(live + 1024 * 1024);
+  EXPECT_EQ(tc::memory_stats().capacity, live + 1024 * 1024);
+  EXPECT_EQ(big.to_host()[0], 3.0f);
+  tc::set_device_memory_limit(0);
+  EXPECT_EQ(tc::memory_stats().capacity, live + 2048);
+  tc::detail::set_device_capacity(before);
+  EXPECT_EQ(tc::memory_stats().capacity, before);
 }
 
 TEST(Memory, ParsesByteSizes) {

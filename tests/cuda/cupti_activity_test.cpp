@@ -65,14 +65,22 @@ TEST(CuptiActivity, KernelNames) {
   EXPECT_FALSE(cp::parse_kernel_name(nullptr, &g, &k));
 }
 
-// Kernels join their execution through the external correlation id; cuBLAS's
-// kernels (not tc's names) and tc kernels without a correlation are counted.
+// Every kernel is a row; tc's names give graph and kernel, the external
+// correlation of tc's kind the execution; cuBLAS's kernels keep their names.
 TEST(CuptiActivity, KernelsJoinTheirExecution) {
   cp::NextRecordFn f = next();
   if (!f) return;
   Buffer b;
   b.add(external(10, 501));
-  b.add(kernel("tc_g4_k0", 10, 1000, 1800));
+  CUpti_ActivityKernel10 k0 = kernel("tc_g4_k0", 10, 1000, 1800);
+  k0.gridX = 8;
+  k0.gridY = 2;
+  k0.gridZ = 1;
+  k0.blockX = 256;
+  k0.blockY = k0.blockZ = 1;
+  k0.deviceId = 1;
+  k0.streamId = 7;
+  b.add(k0);
   b.add(kernel("tc_g4_k2_alpha", 10, 1900, 1950));
   b.add(kernel("sm90_xmma_gemm_f32f32_tn", 10, 2000, 3000));
   b.add(external(11, 502, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC));  // not tc's kind
@@ -81,20 +89,40 @@ TEST(CuptiActivity, KernelsJoinTheirExecution) {
   b.add(kernel("tc_g5_k3", 12, 4000, 3990));  // an end before the start: no negative duration
   cp::Translator t(f);
   t.buffer(b.bytes.data(), b.used);
-  ASSERT_EQ(t.kernels().size(), 3u);
-  const cp::KernelRow& a = t.kernels()[0];
-  EXPECT_EQ(a.execution_id, 501);
-  EXPECT_EQ(a.graph_id, 4);
-  EXPECT_EQ(a.kernel, 0);
-  EXPECT_EQ(a.ts, 1000);
-  EXPECT_EQ(a.dur, 800);
-  EXPECT_EQ(t.kernels()[1].kernel, 2);
-  EXPECT_EQ(t.kernels()[1].execution_id, 501);
-  EXPECT_EQ(t.kernels()[2].execution_id, 503);
-  EXPECT_EQ(t.kernels()[2].dur, 0);
-  EXPECT_EQ(t.counts().kernels, 3);
+  const auto& r = t.rows();
+  ASSERT_EQ(r.size(), 5u);
+  for (const cp::Row& row : r) EXPECT_STREQ(row.kind, "kernel");
+  EXPECT_STREQ(r[0].name, "tc_g4_k0");
+  EXPECT_EQ(r[0].execution_id, 501);
+  EXPECT_EQ(r[0].graph_id, 4);
+  EXPECT_EQ(r[0].kernel, 0);
+  EXPECT_EQ(r[0].ts, 1000);
+  EXPECT_EQ(r[0].dur, 800);
+  EXPECT_EQ(r[0].blocks, 16);
+  EXPECT_EQ(r[0].threads, 256);
+  EXPECT_EQ(r[0].device, 1);
+  EXPECT_EQ(r[0].stream, 7);
+  EXPECT_EQ(r[0].correlation, 10);
+  EXPECT_EQ(r[1].kernel, 2);
+  EXPECT_EQ(r[1].execution_id, 501);  // the same launch's correlation serves every kernel of it
+  EXPECT_STREQ(r[2].name, "sm90_xmma_gemm_f32f32_tn");
+  EXPECT_EQ(r[2].graph_id, -1);
+  EXPECT_EQ(r[2].kernel, -1);
+  EXPECT_EQ(r[2].execution_id, 501);  // cuBLAS inside tc's execution
+  EXPECT_EQ(r[3].graph_id, 4);
+  EXPECT_EQ(r[3].execution_id, -1);
+  EXPECT_EQ(r[4].execution_id, 503);
+  EXPECT_EQ(r[4].dur, 0);
+  EXPECT_EQ(t.counts().kernels, 5);
   EXPECT_EQ(t.counts().foreign_kernels, 1);
   EXPECT_EQ(t.counts().untagged_kernels, 1);
+  // The next buffer's rows replace these.
+  Buffer c;
+  c.add(kernel("tc_g4_k1", 10, 5000, 5100));
+  t.buffer(c.bytes.data(), c.used);
+  ASSERT_EQ(t.rows().size(), 1u);
+  EXPECT_EQ(t.rows()[0].execution_id, 501);  // correlations outlive their buffer
+  EXPECT_EQ(t.counts().buffers, 2);
 }
 
 TEST(CuptiActivity, MemcpyAndMemsetCarryBytesAndExecution) {
@@ -128,20 +156,23 @@ TEST(CuptiActivity, MemcpyAndMemsetCarryBytesAndExecution) {
   cp::Translator t(f);
   t.buffer(b.bytes.data(), b.used);
   t.add_dropped(7);
-  ASSERT_EQ(t.transfers().size(), 4u);
-  EXPECT_STREQ(t.transfers()[0].kind, "memcpy_htod");
-  EXPECT_EQ(t.transfers()[0].bytes, 4096);
-  EXPECT_EQ(t.transfers()[0].dur, 20);
-  EXPECT_EQ(t.transfers()[0].execution_id, 900);
-  EXPECT_STREQ(t.transfers()[1].kind, "memcpy_dtoh");
-  EXPECT_EQ(t.transfers()[1].execution_id, -1);
-  EXPECT_STREQ(t.transfers()[2].kind, "memset");
-  EXPECT_EQ(t.transfers()[2].bytes, 256);
-  EXPECT_EQ(t.transfers()[2].execution_id, 900);
-  EXPECT_STREQ(t.transfers()[3].kind, "memcpy_dtod");
+  const auto& r = t.rows();
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_STREQ(r[0].kind, "memcpy_htod");
+  EXPECT_EQ(r[0].name, nullptr);
+  EXPECT_EQ(r[0].bytes, 4096);
+  EXPECT_EQ(r[0].dur, 20);
+  EXPECT_EQ(r[0].execution_id, 900);
+  EXPECT_EQ(r[0].blocks, 0);
+  EXPECT_STREQ(r[1].kind, "memcpy_dtoh");
+  EXPECT_EQ(r[1].execution_id, -1);
+  EXPECT_STREQ(r[2].kind, "memset");
+  EXPECT_EQ(r[2].bytes, 256);
+  EXPECT_EQ(r[2].execution_id, 900);
+  EXPECT_STREQ(r[3].kind, "memcpy_dtod");
   EXPECT_EQ(t.counts().transfers, 4);
+  EXPECT_EQ(t.counts().kernels, 0);
   EXPECT_EQ(t.counts().dropped, 7);
-  EXPECT_TRUE(t.kernels().empty());
 }
 
 // Kinds not translated are counted; an empty buffer is no error.

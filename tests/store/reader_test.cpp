@@ -45,6 +45,10 @@ struct BadFile {
   const char* says;  // part of the message
 };
 
+// The newer-version case: one version ahead of this tc.
+const std::string kNewerMessage = "written by tc schema v" + std::to_string(kSchemaVersion + 1) + "; this tc reads up to v" +
+                                  std::to_string(kSchemaVersion) + "; upgrade tc";
+
 const BadFile kBadFiles[] = {
     {"missing", nullptr, StatusCode::kNotFound, "no such file"},
     {"directory", [](const std::string& p) { std::filesystem::create_directory(p); }, StatusCode::kNotAStore,
@@ -83,9 +87,10 @@ const BadFile kBadFiles[] = {
     {"newer_version",
      [](const std::string& p) {
        testing::write_sample_store(p);
-       patch(p, 60, std::string("\0\0\0\5", 4));  // user_version = 5
+       patch(p, 60, std::string("\0\0\0", 3) + static_cast<char>(kSchemaVersion + 1));  // user_version: one ahead
      },
-     StatusCode::kNewerVersion, "written by tc schema v5; this tc reads up to v4; upgrade tc"},
+     StatusCode::kNewerVersion,
+     kNewerMessage.c_str()},
     // user_version is signed: -1 is a damaged header, not "schema v4294967295".
     {"negative_version",
      [](const std::string& p) {

@@ -30,7 +30,7 @@ TEST(store_writer, RoundTripsExactValues) {
                     .i64(1).text("0.1.0").text(R"(["train","--steps","3"])").text("/home/u").text("host-1")
                     .text("in-process").text("tsc").i64(1'000'000'000).null().i64(1'700'000'000'123'456'789)
                     .null().i64(9).i64(0).i64(6).i64(2).text("no device: cudaGetDeviceCount error 35")
-                    .null().null().insert().ok());
+                    .null().null().null().insert().ok());
     ASSERT_TRUE(wr.row(schema::run_env).null().text("TC_EAGER").text("1").insert().ok());
     ASSERT_TRUE(wr.row(schema::strings).i64(42).text("input_ids 'quoted' \xc3\xa9").insert().ok());
     ASSERT_TRUE(wr.row(schema::locations).i64(7).text("train.step").text("train.cpp").text("main").i64(12).insert().ok());
@@ -47,7 +47,7 @@ TEST(store_writer, RoundTripsExactValues) {
                     .i64(1).text("0.1.0").text(R"(["train","--steps","3"])").text("/home/u").text("host-1")
                     .text("in-process").text("tsc").i64(1'000'000'000).i64(2'000'000'000).i64(1'700'000'000'123'456'789)
                     .i64(0).null().i64(1).i64(6).i64(2).text("no device: cudaGetDeviceCount error 35")
-                    .text("train_step").text("tc").insert().ok());
+                    .text("train_step").text("tc").text("tc").insert().ok());
     EXPECT_EQ(wr.rows_written(), 12);
     Status s = wr.finalize();
     ASSERT_TRUE(s.ok()) << s.message();

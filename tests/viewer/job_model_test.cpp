@@ -161,7 +161,7 @@ TEST(JobModel, OneStoreOfSeveralRanksIsGroupedByProcess) {
     ok(s.row(schema::steps).null().i64(3).i64(500 * kMs).i64(kMs).i64(0).i64(1).insert());  // the helper's one event
     auto r = s.row(schema::run);
     r.i64(1).text("0.1.0").text("[\"mpirun\"]").text("/").text("vm").text("tc-profile").text("monotonic");
-    ok(r.i64(0).i64(4000 * kMs).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").insert());
+    ok(r.i64(0).i64(4000 * kMs).i64(0).i64(0).null().i64(1).i64(0).i64(0).text("none").null().text("tc").null().insert());
     ok(s.finalize());
   }
   auto tl = load_job_timeline({path});

@@ -41,7 +41,7 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
                          .i64(1).text("0.1.0").text("[\"./train\",\"--steps\",\"" + std::to_string(steps) + "\"]")
                          .text("/work").text("demo").text("tc-profile").text("monotonic")
                          .i64(t_start).i64(t_end).i64(1'700'000'000'000'000'000).i64(0).null().i64(1)
-                         .i64(0).i64(0).text("no device").null().text("tc")
+                         .i64(0).i64(0).text("no device").null().text("tc").null()
                          .insert());
   if (o.rank >= 0) {
     TC_RETURN_IF_ERROR(w.row(schema::ranks).null().i64(1).i64(o.rank).i64(o.world_size).text("demo").text("demo-job").i64(o.clock_offset_ns)

@@ -121,4 +121,11 @@ class ScopedBackend {
   Backend* saved_;
 };
 
+// The device's capacity as its backend found it when it opened the device
+// (the CUDA backend: cuMemGetInfo's total): the allocator's capacity from
+// then on, for the memory plans, the out-of-memory check and its message,
+// unless TC_DEVICE_MEMORY_LIMIT or tc::set_device_memory_limit() set one.
+// Defined in memory.cpp.
+void set_device_capacity(int64_t bytes);
+
 }  // namespace tc::detail

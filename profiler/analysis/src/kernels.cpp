@@ -34,6 +34,60 @@ struct Acc {
   std::vector<int64_t> durs;
 };
 
+double percentile(const std::vector<int64_t>& sorted, double p) {
+  return static_cast<double>(sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())))]) / 1e9;
+}
+
+Status gpu_activity(const store::Reader& r, GpuActivity* g) {
+  if (!r.has(store::schema::gpu_capture, "status") || !r.has(store::schema::gpu_activity, "threads")) return Status();
+  StoreText text;
+  for (auto q = r.query("SELECT status, detail, dropped FROM gpu_capture ORDER BY id"); q.next();) {
+    const std::string status = text(q.text(0));
+    if (g->status.empty() || status == "recorded") {
+      if (g->status != "recorded") g->detail = text(q.text(1));
+      g->status = status;
+    }
+    g->dropped += q.i64(2);
+  }
+  struct K {
+    GpuKernelRow row;
+    std::vector<int64_t> durs;
+  };
+  std::map<std::string, K> kernels;
+  auto q = r.query("SELECT name, coalesce(graph_id, 0), kernel, dur FROM gpu_activity WHERE kind = 'kernel'");
+  while (q.next()) {
+    const std::string name = text(q.text(0));
+    K& k = kernels[name];
+    if (k.durs.empty()) k.row.name = name, k.row.graph_id = q.i64(1), k.row.kernel = q.i64(2);
+    k.durs.push_back(std::max<int64_t>(0, q.i64(3)));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  for (auto& entry : kernels) {
+    K& k = entry.second;
+    std::sort(k.durs.begin(), k.durs.end());
+    double ns = 0;
+    for (int64_t d : k.durs) ns += static_cast<double>(d);
+    k.row.calls = static_cast<int64_t>(k.durs.size());
+    k.row.total_s = ns / 1e9;
+    k.row.mean_s = k.row.total_s / static_cast<double>(k.row.calls);
+    k.row.p50_s = percentile(k.durs, 0.5);
+    k.row.p99_s = percentile(k.durs, 0.99);
+    g->kernel_s += k.row.total_s;
+    g->kernels.push_back(std::move(k.row));
+  }
+  for (GpuKernelRow& k : g->kernels) k.share = g->kernel_s > 0 ? k.total_s / g->kernel_s : 0;
+  std::stable_sort(g->kernels.begin(), g->kernels.end(), [](const GpuKernelRow& a, const GpuKernelRow& b) { return a.total_s > b.total_s; });
+  auto c = r.query("SELECT kind, count(*), sum(bytes), sum(max(dur, 0)) FROM gpu_activity WHERE kind <> 'kernel' GROUP BY kind");
+  while (c.next()) {
+    GpuCopyRow row{text(c.text(0)), c.i64(1), c.i64(2), static_cast<double>(c.i64(3)) / 1e9, 0};
+    row.gbps = row.total_s > 0 ? static_cast<double>(row.bytes) / row.total_s / 1e9 : 0;
+    g->copies.push_back(std::move(row));
+  }
+  TC_RETURN_IF_ERROR(c.status());
+  std::stable_sort(g->copies.begin(), g->copies.end(), [](const GpuCopyRow& a, const GpuCopyRow& b) { return a.total_s > b.total_s; });
+  return Status();
+}
+
 }  // namespace
 
 StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
@@ -41,6 +95,7 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
   auto exec = r.scalar_i64("SELECT coalesce(sum(dur), 0) FROM executions");
   if (!exec.ok()) return exec.status();
   t.execute_s = static_cast<double>(*exec) / 1e9;
+  TC_RETURN_IF_ERROR(gpu_activity(r, &t.gpu));
   if (!r.has(store::schema::kernels, "sites") || !r.has(store::schema::kernel_executions, "dur")) return t;
   if (r.has(store::schema::ceilings, "gbps")) {
     auto q = r.query("SELECT gflops, gbps FROM ceilings ORDER BY id LIMIT 1");
@@ -130,7 +185,21 @@ std::string kernels_json(const KernelTable& t) {
     for (const std::string& s : k.sites) j.value(s);
     j.end_array().end_object();
   }
-  j.end_array().end_object();
+  j.end_array();
+  const GpuActivity& g = t.gpu;
+  j.key("gpu").begin_object().field("status", g.status).field("detail", g.detail).field("dropped", g.dropped);
+  j.field("kernel_s", g.kernel_s).key("kernels").begin_array();
+  for (const GpuKernelRow& k : g.kernels) {
+    j.begin_object().field("name", k.name).field("graph_id", k.graph_id).field("kernel", k.kernel).field("calls", k.calls);
+    j.field("total_s", k.total_s).field("share", k.share).field("mean_s", k.mean_s).field("p50_s", k.p50_s);
+    j.field("p99_s", k.p99_s).end_object();
+  }
+  j.end_array().key("copies").begin_array();
+  for (const GpuCopyRow& c : g.copies) {
+    j.begin_object().field("kind", c.kind).field("calls", c.calls).field("bytes", c.bytes).field("total_s", c.total_s);
+    j.field("gbps", c.gbps).end_object();
+  }
+  j.end_array().end_object().end_object();
   return j.str();
 }
 

@@ -52,6 +52,11 @@ Status read_run(const store::Reader& r, RunInfo& run, StoreText& text) {
     }
     TC_RETURN_IF_ERROR(v3.status());
   }
+  if (r.has(store::schema::run, "cupti")) {
+    auto v5 = r.query("SELECT cupti FROM run WHERE id = 1");
+    if (v5.next() && !v5.is_null(0)) run.cupti = text(v5.text(0));
+    TC_RETURN_IF_ERROR(v5.status());
+  }
   if (run.end_ts == run.start_ts) {
     // A run whose launcher died: end at the last thing recorded.
     auto last = r.scalar_i64("SELECT max(m) FROM (SELECT max(ts + max(dur, 0)) AS m FROM ranges UNION ALL SELECT max(ts) FROM instants "
@@ -271,6 +276,9 @@ std::string to_json(const Report& report) {
   else j.null();
   j.key("nvtx");
   if (report.run.nvtx) j.value(*report.run.nvtx);
+  else j.null();
+  j.key("cupti");
+  if (report.run.cupti) j.value(*report.run.cupti);
   else j.null();
   j.end_object();
   const Summary& s = report.summary;

@@ -461,6 +461,7 @@ struct Collector::Impl {
     row.text(info.cuda);
     if (info.step_range.empty()) row.null(); else row.text(info.step_range);
     if (info.nvtx.empty()) row.null(); else row.text(info.nvtx);
+    if (info.cupti.empty()) row.null(); else row.text(info.cupti);
     return row.insert();
   }
 

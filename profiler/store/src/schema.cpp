@@ -26,6 +26,7 @@ constexpr ColumnDecl kRunColumns[] = {
     {"cuda", "TEXT", "what the CUDA probe said, e.g. 'no device: cudaGetDeviceCount error 35'"},
     {"step_range", "TEXT", "tc-profile --step-range NAME: the NVTX (or tc) range whose occurrences are the run's steps; NULL if not given", 3},
     {"nvtx", "TEXT", "NVTX capture: 'tc' (tc-profile injected libtc_nvtx), 'user: PATH' (NVTX_INJECTION64_PATH was the user's own, left alone), 'off' (no injection library); NULL for a run without tc-profile", 3},
+    {"cupti", "TEXT", "GPU activity capture: 'tc' (tc-profile set CUDA_INJECTION64_PATH to libtc_cupti), 'user: PATH' (the user's own injection library, left alone), 'off'; NULL for a run without tc-profile. Whether CUPTI then ran is in gpu_capture", 5},
 };
 
 constexpr ColumnDecl kStringsColumns[] = {
@@ -140,10 +141,12 @@ struct RecordIndexes {
 };
 constexpr IndexDecl kKernelsIndexes[] = {{"kernels_graph_kernel", "graph_id, kernel"}};
 constexpr IndexDecl kKernelExecutionsIndexes[] = {{"kernel_executions_graph_kernel", "graph_id, kernel"}};
+constexpr IndexDecl kGpuActivityIndexes[] = {{"gpu_activity_execution_id", "execution_id"}};
 
 constexpr RecordIndexes kRecordIndexes[] = {
     {"kernels", kKernelsIndexes},
     {"kernel_executions", kKernelExecutionsIndexes},
+    {"gpu_activity", kGpuActivityIndexes},
     {"compilations", kCompilationsIndexes},
     {"executions", kExecutionsIndexes},
     {"explicit_evaluations", kExplicitEvaluationsIndexes},
@@ -246,6 +249,8 @@ constexpr RecordTableTraits kRecordTableTraits[] = {
     {"nvtx_thread_names", 3, false},
     {"collectives", 3, false},
     {"ranks", 3, false},
+    {"gpu_activity", 5, true},
+    {"gpu_capture", 5, false},
 };
 constexpr RecordTableTraits traits_of(std::string_view table) {
   for (const RecordTableTraits& t : kRecordTableTraits)
@@ -426,6 +431,19 @@ How the run ended:
 
 ```sql
 SELECT complete, exit_code, exit_signal, event_count, dropped_count FROM run;
+```
+
+GPU time per kernel name (any CUDA program under tc-profile), and what
+CUPTI lost:
+
+```sql
+SELECT name, count(*) AS n, sum(dur) / 1e6 AS gpu_ms
+FROM gpu_activity WHERE kind = 'kernel'
+GROUP BY name ORDER BY gpu_ms DESC LIMIT 10;
+```
+
+```sql
+SELECT status, detail, records, dropped FROM gpu_capture;
 ```
 
 In the shell, `.schema ranges` shows each column's meaning as a comment.

@@ -43,6 +43,22 @@ struct Loaded {
 
 }  // namespace
 
+const Cupti* cupti_if_loaded() {
+  static Loaded<Cupti> c = [] {
+    Loaded<Cupti> l;
+    void* h = nullptr;
+    for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+      if ((h = ::dlopen(n, RTLD_NOW | RTLD_NOLOAD))) break;
+    if (!h) return l;
+    std::string m;
+    sym(h, l.table.cuptiActivityPushExternalCorrelationId, {"cuptiActivityPushExternalCorrelationId"}, &m);
+    sym(h, l.table.cuptiActivityPopExternalCorrelationId, {"cuptiActivityPopExternalCorrelationId"}, &m);
+    l.ok = m.empty();
+    return l;
+  }();
+  return c.ok ? &c.table : nullptr;
+}
+
 const Driver* driver(std::string* why) {
   static Loaded<Driver> d = [] {
     Loaded<Driver> l;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tc::detail::cuda::api {
@@ -82,6 +83,19 @@ struct Cublas {
                                               long long, const float*, int, long long, const float*, float*, int, long long,
                                               int);
 };
+
+// CUPTI's external correlation, when libcupti is already in the process
+// (loaded by libtc_cupti.so, the injection library tc-profile hands to the
+// driver): around each run tc pushes the execution id, so the kernels and
+// copies CUPTI records carry it. tc never loads libcupti itself.
+using CUptiResult = int;
+constexpr int CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 3;
+struct Cupti {
+  CUptiResult (*cuptiActivityPushExternalCorrelationId)(int, uint64_t);
+  CUptiResult (*cuptiActivityPopExternalCorrelationId)(int, uint64_t*);
+};
+// nullptr when libcupti is not loaded (looked up once, at the first call).
+const Cupti* cupti_if_loaded();
 
 // The process's tables, loaded at first use; nullptr with `why` (one line)
 // when the library or one of its functions is missing.

@@ -4,6 +4,7 @@
 // are mapped to api.h's, and the constants have the real values.
 #include <cublas_v2.h>
 #include <cuda.h>
+#include <cupti_activity.h>
 #include <nvrtc.h>
 
 #include <type_traits>
@@ -29,6 +30,8 @@ template <> struct M<_nvrtcProgram> { using type = std::remove_pointer_t<a::nvrt
 template <> struct M<cublasStatus_t> { using type = a::cublasStatus_t; };
 template <> struct M<cublasContext> { using type = std::remove_pointer_t<a::cublasHandle_t>; };
 template <> struct M<cublasOperation_t> { using type = int; };
+template <> struct M<CUptiResult> { using type = a::CUptiResult; };
+template <> struct M<CUpti_ExternalCorrelationKind> { using type = int; };
 template <> struct M<cublasPointerMode_t> { using type = int; };
 template <class R, class... Args> struct M<R(Args...)> { using type = typename M<R>::type (*)(typename M<Args>::type...); };
 
@@ -74,6 +77,9 @@ TC_SAME(Cublas, cublasCreate, ::cublasCreate_v2);
 TC_SAME(Cublas, cublasSetStream, ::cublasSetStream_v2);
 TC_SAME(Cublas, cublasSetPointerMode, ::cublasSetPointerMode_v2);
 TC_SAME(Cublas, cublasSgemmStridedBatched, ::cublasSgemmStridedBatched);
+TC_SAME(Cupti, cuptiActivityPushExternalCorrelationId, ::cuptiActivityPushExternalCorrelationId);
+TC_SAME(Cupti, cuptiActivityPopExternalCorrelationId, ::cuptiActivityPopExternalCorrelationId);
+static_assert(a::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 == ::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
 
 static_assert(std::is_same_v<a::CUdeviceptr, ::CUdeviceptr> && std::is_same_v<a::CUdevice, ::CUdevice>);
 static_assert(sizeof(a::CUresult) == sizeof(::CUresult) && sizeof(a::nvrtcResult) == sizeof(::nvrtcResult) &&

@@ -157,9 +157,21 @@ class CudaExecutable final : public Executable {
     }
   }
 
-  int run(void* const* bufs, const RunIds&, const KernelClock* clock) override {
+  int run(void* const* bufs, const RunIds& ids, const KernelClock* clock) override {
     std::lock_guard lock(mu_);  // one pointer table per executable
     dev_.make_current();
+    // Under tc-profile's CUDA injection (libtc_cupti.so), CUPTI tags what
+    // this run launches with its execution id (gpu_activity.execution_id).
+    struct Correlation {
+      const api::Cupti* c = api::cupti_if_loaded();
+      explicit Correlation(int64_t id) {
+        if (c) c->cuptiActivityPushExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<uint64_t>(id));
+      }
+      ~Correlation() {
+        uint64_t last = 0;
+        if (c) c->cuptiActivityPopExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+      }
+    } correlation(ids.execution_id);
     host_table_.assign(static_cast<std::size_t>(cp_.slots), nullptr);
     const int given = p_.num_inputs + p_.num_outputs + 1;
     for (int i = 0; i < given; ++i) host_table_[static_cast<std::size_t>(i)] = bufs[i];
@@ -370,6 +382,10 @@ Backend* make_backend(std::string* why) {
       check(dev.d->cuStreamCreate(&dev.stream, 0), "cuStreamCreate");
       if (int rc = dev.blas->cublasCreate(&dev.handle); rc != 0) return reason = "cublasCreate failed: status " + std::to_string(rc), nullptr;
       dev.blas->cublasSetStream(dev.handle, dev.stream);
+      // The device's memory is the capacity the plans and the out-of-memory
+      // report use (unless TC_DEVICE_MEMORY_LIMIT says otherwise).
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (dev.d->cuMemGetInfo(&free_bytes, &total_bytes) == api::CUDA_SUCCESS) set_device_capacity(static_cast<int64_t>(total_bytes));
     } catch (const Error& e) {
       reason = e.what();
       return nullptr;

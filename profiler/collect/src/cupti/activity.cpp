@@ -3,7 +3,10 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <vector>
 
 namespace tc::collect::cupti {
 namespace {
@@ -35,18 +38,35 @@ bool parse_kernel_name(const char* name, int64_t* graph_id, int64_t* kernel) {
   return true;
 }
 
+void* open_cupti(std::string* why, std::string* path) {
+  static std::string reason, where;
+  static void* handle = [] {
+    std::vector<std::string> names;
+    if (const char* user = std::getenv("TC_CUPTI_LIBRARY"); user && *user) names.push_back(user);
+    for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
+                          "/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"})
+      names.push_back(n);
+    for (const std::string& n : names) {
+      if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        where = n;
+        return h;
+      }
+    }
+    const char* e = ::dlerror();
+    reason = std::string("no CUPTI library (") + (e ? e : "libcupti.so does not load") +
+             "); set TC_CUPTI_LIBRARY to its path";
+    return static_cast<void*>(nullptr);
+  }();
+  if (!handle && why) *why = reason;
+  if (handle && path) *path = where;
+  return handle;
+}
+
 NextRecordFn load_next_record(std::string* why) {
   static std::string reason;
   static NextRecordFn fn = [] {
-    void* h = nullptr;
-    for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so",
-                          "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"})
-      if ((h = ::dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!h) {
-      const char* e = ::dlerror();
-      reason = std::string("no CUPTI (") + (e ? e : "libcupti.so does not load") + ")";
-      return NextRecordFn(nullptr);
-    }
+    void* h = open_cupti(&reason, nullptr);
+    if (!h) return NextRecordFn(nullptr);
     void* s = ::dlsym(h, "cuptiActivityGetNextRecord");
     if (!s) reason = "libcupti has no cuptiActivityGetNextRecord";
     return reinterpret_cast<NextRecordFn>(s);
@@ -55,7 +75,16 @@ NextRecordFn load_next_record(std::string* why) {
   return fn;
 }
 
+int64_t Translator::take_execution(uint32_t correlation) {
+  // Kept after use: the kernels of one graph launch share its correlation id.
+  auto it = execution_of_.find(correlation);
+  return it == execution_of_.end() ? -1 : it->second;
+}
+
 void Translator::buffer(uint8_t* data, std::size_t valid_size) {
+  rows_.clear();
+  ++counts_.buffers;
+  if (data == nullptr || valid_size == 0) return;
   void* r = nullptr;
   // CUPTI writes an external correlation record before the activity it tags.
   while (next_(data, valid_size, &r) == CUPTI_SUCCESS) {
@@ -63,56 +92,69 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
     switch (a->kind) {
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         const auto* e = static_cast<const CUpti_ActivityExternalCorrelation*>(r);
-        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-          execution_of_[e->correlationId] = static_cast<int64_t>(e->externalId);
+        if (e->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) break;
+        execution_of_[e->correlationId] = static_cast<int64_t>(e->externalId);
+        newest_correlation_ = std::max(newest_correlation_, e->correlationId);
+        if (execution_of_.size() > (1u << 16)) {  // drop the oldest half: calls that launched nothing
+          for (auto it = execution_of_.begin(); it != execution_of_.end();)
+            it = newest_correlation_ - it->first > (1u << 15) ? execution_of_.erase(it) : std::next(it);
+        }
         break;
       }
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = static_cast<const CUpti_ActivityKernel10*>(r);
-        KernelRow row;
-        if (!parse_kernel_name(k->name, &row.graph_id, &row.kernel)) {
-          ++counts_.foreign_kernels;
-          break;
-        }
-        auto it = execution_of_.find(k->correlationId);
-        if (it == execution_of_.end()) {
-          ++counts_.untagged_kernels;
-          break;
-        }
-        row.execution_id = it->second;
+        Row row;
+        row.kind = "kernel";
+        row.name = k->name;
         row.ts = static_cast<int64_t>(k->start);
         row.dur = span(k->start, k->end);
-        kernels_.push_back(row);
+        row.device = k->deviceId;
+        row.stream = k->streamId;
+        row.correlation = k->correlationId;
+        row.blocks = static_cast<int64_t>(k->gridX) * k->gridY * k->gridZ;
+        row.threads = static_cast<int64_t>(k->blockX) * k->blockY * k->blockZ;
+        row.execution_id = take_execution(k->correlationId);
+        if (parse_kernel_name(k->name, &row.graph_id, &row.kernel)) {
+          if (row.execution_id < 0) ++counts_.untagged_kernels;
+        } else {
+          row.graph_id = row.kernel = -1;
+          ++counts_.foreign_kernels;
+        }
+        rows_.push_back(row);
         ++counts_.kernels;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(r);
-        TransferRow t;
+        Row t;
         t.kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "memcpy_htod"
                  : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "memcpy_dtoh"
                  : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "memcpy_dtod"
                                                                   : "memcpy_other";
-        auto it = execution_of_.find(m->correlationId);
-        t.execution_id = it == execution_of_.end() ? -1 : it->second;
+        t.execution_id = take_execution(m->correlationId);
         t.bytes = static_cast<int64_t>(m->bytes);
         t.ts = static_cast<int64_t>(m->start);
         t.dur = span(m->start, m->end);
-        transfers_.push_back(t);
+        t.device = m->deviceId;
+        t.stream = m->streamId;
+        t.correlation = m->correlationId;
+        rows_.push_back(t);
         ++counts_.transfers;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = static_cast<const CUpti_ActivityMemset4*>(r);
-        TransferRow t;
+        Row t;
         t.kind = "memset";
-        auto it = execution_of_.find(m->correlationId);
-        t.execution_id = it == execution_of_.end() ? -1 : it->second;
+        t.execution_id = take_execution(m->correlationId);
         t.bytes = static_cast<int64_t>(m->bytes);
         t.ts = static_cast<int64_t>(m->start);
         t.dur = span(m->start, m->end);
-        transfers_.push_back(t);
+        t.device = m->deviceId;
+        t.stream = m->streamId;
+        t.correlation = m->correlationId;
+        rows_.push_back(t);
         ++counts_.transfers;
         break;
       }

@@ -6,7 +6,9 @@
 //   std::cout << tc::analysis::kernels_json(*table);   // schema "tc-analyze-kernels/1"
 //
 // Reads the kernels and kernel_executions tables (schema v2; an older store
-// gives an empty table) and the machine's ceilings, if recorded.
+// gives an empty table) and the machine's ceilings, if recorded; and, from
+// schema v5, the GPU activity CUPTI recorded (gpu_activity, gpu_capture) of
+// any CUDA program: its kernels by name and its copies by direction.
 #pragma once
 
 #include <cstdint>
@@ -46,15 +48,41 @@ struct KernelRow {
   std::vector<std::string> sites;   // "file.cpp:88", most ops first (basenames)
 };
 
+// A GPU kernel as CUPTI named it, over all its launches. A tc kernel
+// (tc_g<graph>_k<n>) carries its graph and kernel (kernels table).
+struct GpuKernelRow {
+  std::string name;
+  int64_t graph_id = 0, kernel = -1;  // 0 / -1: not tc's
+  int64_t calls = 0;
+  double total_s = 0, share = 0;      // share of all GPU kernel time
+  double mean_s = 0, p50_s = 0, p99_s = 0;
+};
+struct GpuCopyRow {
+  std::string kind;  // memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_other, memset
+  int64_t calls = 0, bytes = 0;
+  double total_s = 0, gbps = 0;
+};
+struct GpuActivity {
+  // gpu_capture, over the run's processes: "recorded" when any process
+  // recorded, else "unavailable" (detail: why), "" when no capture ran.
+  std::string status, detail;
+  int64_t dropped = 0;  // records CUPTI lost
+  double kernel_s = 0;  // all GPU kernel time
+  std::vector<GpuKernelRow> kernels;  // by total time, largest first
+  std::vector<GpuCopyRow> copies;     // by total time, largest first
+};
+
 struct KernelTable {
   double execute_s = 0;  // all executions
   double kernel_s = 0;   // all timed kernel runs
   double peak_gflops = 0, peak_gbps = 0;  // ceilings; 0 if not recorded
   std::vector<KernelRow> rows;            // by total time, largest first
+  GpuActivity gpu;
 };
 
 StatusOr<KernelTable> kernel_table(const store::Reader& store, KernelsBy by = KernelsBy::kKernel);
-// {"schema":"tc-analyze-kernels/1","execute_s":..,"kernel_s":..,"ceilings":{..},"kernels":[{..}]}
+// {"schema":"tc-analyze-kernels/1","execute_s":..,"kernel_s":..,"ceilings":{..},"kernels":[{..}],
+//  "gpu":{"status":..,"detail":..,"dropped":..,"kernel_s":..,"kernels":[{..}],"copies":[{..}]}}
 std::string kernels_json(const KernelTable& table);
 // "file.cpp:88" from "/path/to/file.cpp:88".
 std::string short_site(std::string_view site);

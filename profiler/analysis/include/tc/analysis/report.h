@@ -55,6 +55,7 @@ struct RunInfo {
   // tc-profile --step-range NAME, and how NVTX was captured ('tc',
   // 'user: PATH', 'off'); absent when not recorded (and before schema v3).
   std::optional<std::string> step_range, nvtx;
+  std::optional<std::string> cupti;  // run.cupti (v5): "tc", "user: PATH", "off"
 };
 
 struct Summary {

@@ -57,6 +57,7 @@ struct RunInfo {
   std::string cuda;       // what the CUDA probe found
   std::string step_range; // tc-profile --step-range NAME ("" when not given)
   std::string nvtx;       // NVTX capture: "tc", "user: PATH", "off" ("" without tc-profile)
+  std::string cupti;      // GPU activity capture (CUDA_INJECTION64_PATH): "tc", "user: PATH", "off" ("" without tc-profile)
   std::vector<std::pair<std::string, std::string>> env;  // the TC_* variables
   uint64_t start_ts = 0;       // CLOCK_MONOTONIC ns
   uint64_t start_unix_ns = 0;  // wall clock

@@ -31,7 +31,8 @@ namespace tc::store {
 //     columns of record tables (StoreColumn): steps.framework,
 //     compilations.framework/frame/failure, compilation_inputs.dynamic,
 //     explicit_evaluations.framework/reason.
-inline constexpr int kSchemaVersion = 4;           // PRAGMA user_version
+// v5: GPU activity from CUPTI: gpu_activity, gpu_capture; run.cupti.
+inline constexpr int kSchemaVersion = 5;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {

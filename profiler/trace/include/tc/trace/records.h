@@ -190,7 +190,40 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
     "the thread that called it (threads.utid)", TC_TRACE_COLLECTIVE_FIELDS)                                                 \
   R(Rank, 21, ranks,                                                                                                         \
     "The process's place in a data-parallel job (tc::dist::init), one row per process; a world of 1 without a launcher.",  \
-    "the thread that called tc::dist::init (threads.utid)", TC_TRACE_RANK_FIELDS)
+    "the thread that called tc::dist::init (threads.utid)", TC_TRACE_RANK_FIELDS)                                       \
+  R(GpuActivity, 22, gpu_activity,                                                                                           \
+    "GPU activity from CUPTI (libtc_cupti.so, loaded by the CUDA driver through CUDA_INJECTION64_PATH): one row per "      \
+    "kernel, memcpy and memset of any program on the GPU; tc's own kernels (tc_g<graph>_k<n>) join executions and kernels.", \
+    "the thread that drained CUPTI's buffer (threads.utid)", TC_TRACE_GPU_ACTIVITY_FIELDS)                                \
+  R(GpuCapture, 23, gpu_capture,                                                                                             \
+    "CUPTI capture per process: whether it recorded, what it wrote and what CUPTI lost (one row when the process ends, "  \
+    "or when capture could not start).",                                                                                    \
+    "the thread that wrote it (threads.utid)", TC_TRACE_GPU_CAPTURE_FIELDS)
+
+#define TC_TRACE_GPU_ACTIVITY_FIELDS(F)                                                                                     \
+  F(Ts, ts, "when it started on the device (CUPTI's timestamp, on the recording clock)")                                  \
+  F(Dur, dur, "how long it ran on the device")                                                                             \
+  F(Text, kind, "'kernel', 'memcpy_htod', 'memcpy_dtoh', 'memcpy_dtod', 'memcpy_other' or 'memset'")                      \
+  F(Text, name, "the kernel's name as CUPTI reports it (mangled for C++ kernels); NULL for a copy or a set")              \
+  F(Int, bytes, "bytes copied or set; 0 for a kernel")                                                                     \
+  F(Int, device, "the CUDA device")                                                                                        \
+  F(Int, stream, "CUPTI's stream id")                                                                                      \
+  F(Int, correlation_id, "CUPTI's correlation id of the launching API call")                                             \
+  F(IntOrNull, execution_id, "tc's execution that launched it (the external correlation id tc pushes); NULL for others")  \
+  F(IntOrNull, graph_id, "for a tc kernel (tc_g<graph>_k<n>): its graph (kernels.graph_id); NULL otherwise")              \
+  F(Int, kernel, "for a tc kernel: its kernel (kernels.kernel); -1 otherwise")                                             \
+  F(Int, blocks, "blocks in the kernel's grid (x*y*z); 0 for a copy or a set")                                             \
+  F(Int, threads, "threads per block (x*y*z); 0 for a copy or a set")
+
+#define TC_TRACE_GPU_CAPTURE_FIELDS(F)                                                                                       \
+  F(Ts, ts, "when it was written")                                                                                         \
+  F(Text, status, "'recorded' (CUPTI ran; its rows are in gpu_activity) or 'unavailable' (capture did not start)")         \
+  F(Text, detail, "for 'unavailable': what failed, e.g. 'cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_UNKNOWN'; "   \
+    "for 'recorded': the CUPTI library loaded")                                                                             \
+  F(Int, records, "rows written to gpu_activity by this process")                                                          \
+  F(Int, dropped, "activity records CUPTI reported lost (cuptiActivityGetNumDroppedRecords): buffers were full")           \
+  F(Int, buffers, "activity buffers drained")                                                                              \
+  F(Int, other_records, "records of kinds tc does not translate (counted, not stored)")
 
 #define TC_TRACE_COLLECTIVE_FIELDS(F)                                                                                  \
   F(Ts, ts, "when this rank entered it")                                                                               \

@@ -1,0 +1,228 @@
+// libtc_cupti.so: tc's CUDA injection library.
+//
+// tc-profile sets CUDA_INJECTION64_PATH to this library for the program it
+// starts (the mechanism Nsight Systems uses). The CUDA driver dlopen()s it
+// when the program initializes CUDA and calls InitializeInjection once; we
+// then enable CUPTI's activity records for kernels, memcpys, memsets and
+// external correlations. Any CUDA program is recorded this way, whether or
+// not it links tc: a PyTorch training run on a GPU, or tc's own CUDA backend,
+// which pushes each execution's id as CUPTI's external correlation id around
+// its launches (cuda_backend.cpp), so that tc's kernels join their execution.
+//
+// CUPTI fills buffers we hand it; a buffer comes back full, or when flushed:
+// tc's drain thread flushes every 200 ms (forced, so that a slow trickle of
+// kernels is not held back), and the process's exit flushes the rest. Each
+// returned buffer is translated (activity.h) and emitted as gpu_activity
+// records into the same shared-memory rings as tc's own events (this library
+// carries its own copy of the recording layer, attached through
+// TC_PROFILE_FD), so tc-profile's collector drains them into the store like
+// any other record. Records CUPTI lost (every buffer full) are counted; one
+// gpu_capture record per process says what happened: 'recorded' with the
+// counts at exit, or 'unavailable' with the call that failed (no driver, no
+// device, no CUPTI) — then the program runs on, unrecorded, and stderr has one
+// line.
+//
+// Only InitializeInjection is exported; everything else, the recording layer
+// included, is hidden (see CMakeLists.txt), so it never meets the copy
+// inside a program that links tc.
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "activity.h"
+#include "emit.h"
+#include "tc/trace/records.h"
+#include "tc/trace/trace.h"
+
+namespace cp = tc::collect::cupti;
+namespace tr = tc::trace;
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 8u << 20;  // CUPTI's suggestion is 1-10 MB
+constexpr auto kDrainPeriod = std::chrono::milliseconds(200);
+
+struct Api {
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) timestamp_callback = nullptr;  // CUPTI 12.x and later
+};
+
+struct Session {
+  Api api;
+  std::string library;
+  std::mutex mu;  // one buffer at a time: CUPTI's thread and the drain may both complete buffers
+  cp::Translator* translator = nullptr;
+  cp::ClockMap* clock = nullptr;
+  cp::Emitter* emitter = nullptr;
+  int64_t records = 0;
+  std::atomic<bool> stop{false};
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  std::thread drain;
+  bool ended = false;
+};
+
+Session* g = nullptr;  // never freed: CUPTI may call back until the process is gone
+
+uint64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+uint64_t CUPTIAPI cupti_timestamp() { return monotonic_ns(); }
+uint64_t cupti_now() {
+  uint64_t t = 0;
+  if (g && g->api.timestamp && g->api.timestamp(&t) == CUPTI_SUCCESS) return t;
+  return monotonic_ns();
+}
+
+std::string result_text(CUptiResult r) {
+  const char* s = nullptr;
+  if (g && g->api.result_string && g->api.result_string(r, &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+void capture_record(const char* status, const std::string& detail) {
+  const cp::Counts c = g && g->translator ? g->translator->counts() : cp::Counts{};
+  tr::emit(tr::rec::GpuCapture{
+      .ts = tr::Ticks(tr::now()),
+      .status = tr::intern(status),
+      .detail = tr::intern(detail),
+      .records = g ? g->records : 0,
+      .dropped = c.dropped,
+      .buffers = c.buffers,
+      .other_records = c.other_records,
+  });
+}
+
+void unavailable(const std::string& detail) {
+  capture_record("unavailable", detail);
+  tr::flush();
+  std::fprintf(stderr, "tc: CUPTI did not start (%s); this process's GPU activity is not recorded\n", detail.c_str());
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(::operator new(kBufferBytes, std::align_val_t(8), std::nothrow));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  (void)size;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->clock->refresh();
+    g->translator->buffer(buffer, valid);
+    g->records += g->emitter->emit(g->translator->rows());
+    size_t dropped = 0;
+    if (g->api.dropped && g->api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS) g->translator->add_dropped(dropped);
+  }
+  ::operator delete(buffer, std::align_val_t(8));
+}
+
+void end_session() {
+  if (!g || g->ended) return;
+  g->ended = true;
+  {
+    std::lock_guard<std::mutex> lock(g->stop_mu);
+    g->stop = true;
+  }
+  g->stop_cv.notify_all();
+  if (g->drain.joinable()) g->drain.join();
+  g->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    capture_record("recorded", g->library);
+  }
+  tr::flush();
+}
+
+void drain_loop() {
+  tr::set_thread_name("tc-cupti-drain");
+  std::unique_lock<std::mutex> lock(g->stop_mu);
+  while (!g->stop_cv.wait_for(lock, kDrainPeriod, [] { return g->stop.load(); })) {
+    lock.unlock();
+    g->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    lock.lock();
+  }
+}
+
+template <class F> bool load(void* h, const char* name, F* out, std::string* why) {
+  *out = reinterpret_cast<F>(::dlsym(h, name));
+  if (!*out && why->empty()) *why = std::string(name) + " is missing from the CUPTI library";
+  return *out != nullptr;
+}
+
+int start() {
+  tr::start_from_environment();  // normally done when the library was loaded
+  if (!tr::enabled()) {
+    if (std::getenv("TC_PROFILE_FD") == nullptr)
+      std::fprintf(stderr, "tc: libtc_cupti.so was loaded outside tc-profile; GPU activity is not recorded (run the program under tc-profile)\n");
+    return 1;
+  }
+  if (g) return 1;  // once per process
+  g = new Session;
+  std::string why;
+  void* h = cp::open_cupti(&why, &g->library);
+  if (!h) {
+    unavailable(why);
+    return 1;
+  }
+  Api& a = g->api;
+  bool ok = load(h, "cuptiActivityRegisterCallbacks", &a.register_callbacks, &why) &
+            load(h, "cuptiActivityEnable", &a.enable, &why) & load(h, "cuptiActivityFlushAll", &a.flush_all, &why) &
+            load(h, "cuptiActivityGetNumDroppedRecords", &a.dropped, &why) &
+            load(h, "cuptiGetResultString", &a.result_string, &why) & load(h, "cuptiGetTimestamp", &a.timestamp, &why);
+  cp::NextRecordFn next = cp::load_next_record(&why);
+  if (!ok || !next) {
+    unavailable(why);
+    return 1;
+  }
+  a.timestamp_callback = reinterpret_cast<decltype(a.timestamp_callback)>(::dlsym(h, "cuptiActivityRegisterTimestampCallback"));
+  // CLOCK_MONOTONIC as CUPTI's clock (the store's; CUPTI's default is
+  // CLOCK_REALTIME, which steps); before any kind is enabled.
+  if (a.timestamp_callback) a.timestamp_callback(cupti_timestamp);
+  g->translator = new cp::Translator(next);
+  g->clock = new cp::ClockMap(cupti_now);
+  g->emitter = new cp::Emitter(g->clock);
+  if (CUptiResult r = a.register_callbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
+    unavailable("cuptiActivityRegisterCallbacks: " + result_text(r));
+    return 1;
+  }
+  const std::pair<CUpti_ActivityKind, const char*> kinds[] = {
+      {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"},
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+      {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+      {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+  };
+  for (const auto& [kind, name] : kinds) {
+    if (CUptiResult r = a.enable(kind); r != CUPTI_SUCCESS) {
+      unavailable(std::string("cuptiActivityEnable(") + name + "): " + result_text(r));
+      return 1;
+    }
+  }
+  g->drain = std::thread(drain_loop);
+  std::atexit(end_session);
+  return 1;
+}
+
+}  // namespace
+
+// The CUDA driver's entry point for CUDA_INJECTION64_PATH; 1 = initialized
+// (also when capture could not start: the program runs on either way).
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) { return start(); }
