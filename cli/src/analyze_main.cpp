@@ -253,6 +253,13 @@ void print_summary(const std::string& path, const Report& r, const Style& st) {
   }
   if (!s.top_site.empty())
     std::printf("  kernels   %s holds %.0f%% of the execute time (tc-analyze kernels for the table)\n", shown(s.top_site).c_str(), s.top_site_share * 100);
+  if (s.gpu_kernel_s > 0 || s.gpu_copy_bytes > 0) {
+    std::printf("  gpu       kernels %s on the device", secs(s.gpu_kernel_s).c_str());
+    if (!s.gpu_top_kernel.empty()) std::printf(", %s holds %.0f%%", shown(s.gpu_top_kernel).c_str(), s.gpu_top_kernel_share * 100);
+    std::printf("; copies and sets %s (tc-analyze kernels for the table)\n", bytes(static_cast<double>(s.gpu_copy_bytes)).c_str());
+  } else if (s.gpu_capture == "unavailable") {
+    std::printf("  gpu       not recorded: %s\n", shown(s.gpu_capture_detail).c_str());
+  }
   if (r.ranges.range_count > 0 || r.ranges.mark_count > 0) std::printf("  ranges    %s\n", range_totals(r.ranges).c_str());
   if (r.run.dropped_count > 0) std::printf("  dropped   %lld events never reached the store\n", static_cast<long long>(r.run.dropped_count));
   for (const std::string& note : r.notes) std::printf("  note      %s\n", shown(note).c_str());
@@ -491,7 +498,7 @@ int main(int argc, char** argv) {
   }
   app.footer(
       "Exit status: 0 ok; 1 a --fail-on threshold was crossed; 2 bad usage; 3 no such file; 4 not a tc store; 5 truncated or damaged "
-      "store; 6 store from a newer tc; 7 I/O error; 12 the run recorded nothing: no steps, ranges, marks or compilations (report).\n"
+      "store; 6 store from a newer tc; 7 I/O error; 12 the run recorded nothing: no steps, ranges, marks, compilations or GPU activity (report).\n"
       "A run without training steps (a program that does not link tc) is reported with its ranges, marks and threads, and a note "
       "for each finding it cannot have.\n"
       "An incomplete run (crashed or killed) is analysed and marked INCOMPLETE.");
@@ -687,8 +694,8 @@ int main(int argc, char** argv) {
   }
   if (sub == "report" && tc::analysis::recorded_nothing(r)) {
     std::fprintf(stderr,
-                 "tc-analyze: %s: the run recorded nothing: no training steps, ranges, marks or compilations; profile a program that trains "
-                 "with tc or records NVTX ranges\n",
+                 "tc-analyze: %s: the run recorded nothing: no training steps, ranges, marks, compilations or GPU activity; profile a program "
+                 "that trains with tc, records NVTX ranges or runs on a GPU\n",
                  shown(paths[0]).c_str());
     return kNothingRecorded;
   }

@@ -68,6 +68,9 @@ TEST_F(CuptiCapture, TcProfileHandsTheDriverItsInjectionLibrary) {
     Exit k = tc::test::run({bin("tc-analyze"), "kernels", out});
     ASSERT_EQ(k.code, 0) << k.err;
     EXPECT_NE(k.out.find("GPU (CUPTI): not recorded: " + detail + "\n"), std::string::npos) << k.out;
+    Exit rep = tc::test::run({bin("tc-analyze"), "--json", out});
+    EXPECT_EQ(tc::test::parse_json(rep.out)["summary"]["gpu_capture"].s, "unavailable") << rep.out;
+    EXPECT_EQ(tc::test::parse_json(rep.out)["summary"]["gpu_capture_detail"].s, detail) << rep.out;
   } else {
     EXPECT_EQ(text(*r, "SELECT status FROM gpu_capture"), "recorded");
   }
@@ -173,6 +176,20 @@ TEST_F(CuptiCapture, ActivityReachesTheStoreJoinedAndOnTheStoresClock) {
   EXPECT_NE(t.out.find(" on the device, copies and sets 4.0 KiB in "), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("memcpy_htod"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("tc_g3_k1 (g3 k1)"), std::string::npos) << t.out;
+
+  // The report: a run with only GPU activity recorded something (exit 0),
+  // and its summary names the GPU's heaviest kernel.
+  Exit rep = tc::test::run({bin("tc-analyze"), "--json", out});
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  tc::test::JsonValue sum = tc::test::parse_json(rep.out)["summary"];
+  EXPECT_EQ(sum["gpu_top_kernel"].s, "ampere_sgemm_128x64_nn");
+  EXPECT_NEAR(sum["gpu_top_kernel_share"].n, 0.6, 0.02);
+  EXPECT_EQ(sum["gpu_copy_bytes"].n, 4096);
+  EXPECT_NEAR(sum["gpu_kernel_s"].n, 5e-3, 2e-4);
+  Exit text_report = tc::test::run({bin("tc-analyze"), out});
+  EXPECT_EQ(text_report.code, 0) << text_report.err;
+  EXPECT_NE(text_report.out.find("  gpu       kernels "), std::string::npos) << text_report.out;
+  EXPECT_NE(text_report.out.find("ampere_sgemm_128x64_nn holds 60%; copies and sets 4.0 KiB"), std::string::npos) << text_report.out;
 }
 
 }  // namespace

@@ -202,7 +202,7 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
 bool recorded_nothing(const Report& report) {
   const Summary& s = report.summary;
   return report.steps.empty() && report.ranges.range_count == 0 && report.ranges.mark_count == 0 && s.compilations == 0 &&
-         s.explicit_evaluations == 0 && s.execute_s == 0;
+         s.explicit_evaluations == 0 && s.execute_s == 0 && s.gpu_kernel_s == 0 && s.gpu_copy_bytes == 0;
 }
 
 StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
@@ -233,6 +233,13 @@ StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
   {
     auto table = kernel_table(store, KernelsBy::kKernel);
     if (!table.ok()) return table.status();
+    const GpuActivity& g = table->gpu;
+    Summary& sm = report.summary;
+    sm.gpu_kernel_s = g.kernel_s;
+    if (!g.kernels.empty()) sm.gpu_top_kernel = g.kernels.front().name, sm.gpu_top_kernel_share = g.kernels.front().share;
+    for (const GpuCopyRow& c : g.copies) sm.gpu_copy_bytes += c.bytes;
+    sm.gpu_capture = g.status;
+    sm.gpu_capture_detail = g.detail;
     std::map<std::string, KernelTotal> by;
     for (const KernelRow& k : table->rows) {
       std::string name = k.name.substr(0, k.name.rfind(" (g")) + " @ " + (k.sites.empty() ? std::string("?") : k.sites.front());
@@ -294,6 +301,8 @@ std::string to_json(const Report& report) {
   j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
   j.field("dropped_events", report.run.dropped_count);
   j.field("top_site", s.top_site).field("top_site_share", s.top_site_share);
+  j.field("gpu_kernel_s", s.gpu_kernel_s).field("gpu_top_kernel", s.gpu_top_kernel).field("gpu_top_kernel_share", s.gpu_top_kernel_share);
+  j.field("gpu_copy_bytes", s.gpu_copy_bytes).field("gpu_capture", s.gpu_capture).field("gpu_capture_detail", s.gpu_capture_detail);
   j.end_object();
   j.key("findings").begin_array();
   for (const Finding& f : report.findings) {

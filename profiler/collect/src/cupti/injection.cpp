@@ -27,6 +27,7 @@
 // inside a program that links tc.
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -218,6 +219,15 @@ int start() {
   }
   g->drain = std::thread(drain_loop);
   std::atexit(end_session);
+  // A child forked after CUDA started (a data loader's workers) has no drain
+  // thread and no usable CUPTI: it must neither join the parent's thread nor
+  // flush at its exit. (The handle is dropped, not joined or detached: the
+  // thread does not exist in the child.)
+  pthread_atfork(nullptr, nullptr, [] {
+    if (!g) return;
+    g->ended = true;
+    new (&g->drain) std::thread();
+  });
   return 1;
 }
 

@@ -74,6 +74,15 @@ struct Summary {
   // ("train.cpp:88"; empty without kernel timings) and its share.
   std::string top_site;
   double top_site_share = 0;
+  // GPU activity CUPTI recorded (gpu_activity, schema v5): kernel time on
+  // the device, the kernel name that held most of it and its share, bytes
+  // copied or set; gpu_capture: "recorded", "unavailable" (gpu_capture_detail
+  // says why) or "" when no capture ran.
+  double gpu_kernel_s = 0;
+  std::string gpu_top_kernel;
+  double gpu_top_kernel_share = 0;
+  int64_t gpu_copy_bytes = 0;
+  std::string gpu_capture, gpu_capture_detail;
 };
 
 // Kernel time by what the kernel computes and where it came from
@@ -122,7 +131,8 @@ struct Options {
 StatusOr<Report> analyze(const store::Reader& store, const Options& options = {});
 
 // Whether the run recorded nothing a report can show: no steps, ranges,
-// marks, compilations, executions or explicit evaluations (tc-analyze exit 12).
+// marks, compilations, executions, explicit evaluations or GPU activity
+// (tc-analyze exit 12).
 bool recorded_nothing(const Report& report);
 
 // The report as one JSON object (docs/analyze-json.md), schema "tc-analyze/1".
