@@ -25,7 +25,7 @@ struct Buffer {
 };
 
 CUpti_ActivityExternalCorrelation external(uint32_t correlation, uint64_t execution,
-                                           CUpti_ExternalCorrelationKind kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+                                           CUpti_ExternalCorrelationKind kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) {
   CUpti_ActivityExternalCorrelation e{};
   e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   e.externalKind = kind;
@@ -83,7 +83,7 @@ TEST(CuptiActivity, KernelsJoinTheirExecution) {
   b.add(k0);
   b.add(kernel("tc_g4_k2_alpha", 10, 1900, 1950));
   b.add(kernel("sm90_xmma_gemm_f32f32_tn", 10, 2000, 3000));
-  b.add(external(11, 502, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC));  // not tc's kind
+  b.add(external(11, 502, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));  // PyTorch profiler's kind, not tc's
   b.add(kernel("tc_g4_k1", 11, 3100, 3200));
   b.add(external(12, 503));
   b.add(kernel("tc_g5_k3", 12, 4000, 3990));  // an end before the start: no negative duration
@@ -173,6 +173,21 @@ TEST(CuptiActivity, MemcpyAndMemsetCarryBytesAndExecution) {
   EXPECT_EQ(t.counts().transfers, 4);
   EXPECT_EQ(t.counts().kernels, 0);
   EXPECT_EQ(t.counts().dropped, 7);
+}
+
+// A kernel CUPTI has no times for (start = end = 0) is no row at tick 0: it
+// is counted as unreadable; a whole buffer walked to its end counts nothing.
+TEST(CuptiActivity, UntimedRecordsAreCountedNotStored) {
+  cp::NextRecordFn f = next();
+  if (!f) return;
+  Buffer b;
+  b.add(kernel("tc_g1_k0", 1, 0, 0));
+  b.add(kernel("tc_g1_k1", 1, 100, 200));
+  cp::Translator t(f);
+  t.buffer(b.bytes.data(), b.used);
+  ASSERT_EQ(t.rows().size(), 1u);
+  EXPECT_EQ(t.rows()[0].kernel, 1);
+  EXPECT_EQ(t.counts().unreadable, 1);
 }
 
 // Kinds not translated are counted; an empty buffer is no error.

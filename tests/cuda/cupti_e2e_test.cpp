@@ -56,10 +56,14 @@ TEST_F(CuptiCapture, TcProfileHandsTheDriverItsInjectionLibrary) {
   EXPECT_EQ(text(*r, "SELECT cupti FROM run"), "tc");
   EXPECT_EQ(scalar(*r, "SELECT complete FROM run"), 1);
   ASSERT_EQ(scalar(*r, "SELECT count(*) FROM gpu_capture"), 1);
-  // No driver on this machine: CUPTI cannot enable activity; the row names
-  // the call that failed and the program was told in one line.
-  if (text(*r, "SELECT cuda FROM run").rfind("no ", 0) == 0) {
-    EXPECT_EQ(text(*r, "SELECT status FROM gpu_capture"), "unavailable");
+  // No driver (this machine, CI): CUPTI cannot enable activity; the row
+  // names the call that failed and the program was told in one line. With a
+  // driver it may record (a GPU) or not (no device): either is one row.
+  const std::string status = text(*r, "SELECT status FROM gpu_capture");
+  if (text(*r, "SELECT cuda FROM run").find("no NVIDIA driver") != std::string::npos) {
+    EXPECT_EQ(status, "unavailable");
+  }
+  if (status == "unavailable") {
     const std::string detail = text(*r, "SELECT detail FROM gpu_capture");
     EXPECT_NE(detail.find("cupti"), std::string::npos) << detail;
     EXPECT_EQ(scalar(*r, "SELECT records FROM gpu_capture"), 0);
@@ -72,7 +76,7 @@ TEST_F(CuptiCapture, TcProfileHandsTheDriverItsInjectionLibrary) {
     EXPECT_EQ(tc::test::parse_json(rep.out)["summary"]["gpu_capture"].s, "unavailable") << rep.out;
     EXPECT_EQ(tc::test::parse_json(rep.out)["summary"]["gpu_capture_detail"].s, detail) << rep.out;
   } else {
-    EXPECT_EQ(text(*r, "SELECT status FROM gpu_capture"), "recorded");
+    EXPECT_EQ(status, "recorded");
   }
 }
 
@@ -136,19 +140,22 @@ TEST_F(CuptiCapture, ActivityReachesTheStoreJoinedAndOnTheStoresClock) {
     const Want& w = want[i++];
     SCOPED_TRACE(w.kind);
     EXPECT_EQ(q.text(0), w.kind);
-    if (w.name) EXPECT_EQ(q.text(1), w.name); else EXPECT_TRUE(q.is_null(1));
+    EXPECT_EQ(q.is_null(1) ? std::string("<null>") : std::string(q.text(1)), w.name ? w.name : "<null>");
     EXPECT_EQ(q.i64(2), w.bytes);
-    if (w.execution > 0) EXPECT_EQ(q.i64(3), w.execution); else EXPECT_TRUE(q.is_null(3));
-    if (w.graph > 0) EXPECT_EQ(q.i64(4), w.graph); else EXPECT_TRUE(q.is_null(4));
-    if (w.kind == std::string("kernel")) EXPECT_EQ(q.i64(5), w.kernel);
+    EXPECT_EQ(q.is_null(3) ? -1 : q.i64(3), w.execution);
+    EXPECT_EQ(q.is_null(4) ? -1 : q.i64(4), w.graph);
+    if (w.kind == std::string("kernel")) {
+      EXPECT_EQ(q.i64(5), w.kernel);
+    }
     EXPECT_EQ(q.i64(6), w.blocks);
     EXPECT_EQ(q.i64(7), w.threads);
     // On CLOCK_MONOTONIC (the store's): where the program put it, to within
-    // the clock map's error (two clock readings; well under 0.1 ms here).
+    // the clock map's error (the tightest of five paired readings: a few us;
+    // 0.5 ms leaves room for a loaded machine).
     const double start = static_cast<double>(lo) + w.start_ms * 1e6;
-    EXPECT_NEAR(static_cast<double>(q.i64(9)), start, 1e5);
-    EXPECT_NEAR(static_cast<double>(q.i64(10)), w.dur_ms * 1e6, 1e5);
-    EXPECT_LE(static_cast<unsigned long long>(q.i64(9) + q.i64(10)), hi + 100'000);
+    EXPECT_NEAR(static_cast<double>(q.i64(9)), start, 5e5);
+    EXPECT_NEAR(static_cast<double>(q.i64(10)), w.dur_ms * 1e6, 2e5);
+    EXPECT_LE(static_cast<unsigned long long>(q.i64(9) + q.i64(10)), hi + 500'000);
   }
   EXPECT_EQ(i, 3);
 

@@ -55,7 +55,7 @@ int feed() {
   Buffer b;
   CUpti_ActivityExternalCorrelation e{};
   e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
   e.externalId = 77;
   e.correlationId = 5;
   b.add(e);

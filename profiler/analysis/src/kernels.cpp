@@ -41,14 +41,16 @@ double percentile(const std::vector<int64_t>& sorted, double p) {
 Status gpu_activity(const store::Reader& r, GpuActivity* g) {
   if (!r.has(store::schema::gpu_capture, "status") || !r.has(store::schema::gpu_activity, "threads")) return Status();
   StoreText text;
-  for (auto q = r.query("SELECT status, detail, dropped FROM gpu_capture ORDER BY id"); q.next();) {
-    const std::string status = text(q.text(0));
+  auto cap = r.query("SELECT status, detail, dropped FROM gpu_capture ORDER BY id");
+  while (cap.next()) {
+    const std::string status = text(cap.text(0));
     if (g->status.empty() || status == "recorded") {
-      if (g->status != "recorded") g->detail = text(q.text(1));
+      if (g->status != "recorded") g->detail = text(cap.text(1));
       g->status = status;
     }
-    g->dropped += q.i64(2);
+    g->dropped += cap.i64(2);
   }
+  TC_RETURN_IF_ERROR(cap.status());
   struct K {
     GpuKernelRow row;
     std::vector<int64_t> durs;

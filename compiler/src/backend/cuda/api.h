@@ -89,7 +89,7 @@ struct Cublas {
 // driver): around each run tc pushes the execution id, so the kernels and
 // copies CUPTI records carry it. tc never loads libcupti itself.
 using CUptiResult = int;
-constexpr int CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 3;
+constexpr int CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 = 5;  // CUSTOM0 and CUSTOM1 are PyTorch profiler's (Kineto)
 struct Cupti {
   CUptiResult (*cuptiActivityPushExternalCorrelationId)(int, uint64_t);
   CUptiResult (*cuptiActivityPopExternalCorrelationId)(int, uint64_t*);

@@ -79,7 +79,7 @@ TC_SAME(Cublas, cublasSetPointerMode, ::cublasSetPointerMode_v2);
 TC_SAME(Cublas, cublasSgemmStridedBatched, ::cublasSgemmStridedBatched);
 TC_SAME(Cupti, cuptiActivityPushExternalCorrelationId, ::cuptiActivityPushExternalCorrelationId);
 TC_SAME(Cupti, cuptiActivityPopExternalCorrelationId, ::cuptiActivityPopExternalCorrelationId);
-static_assert(a::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 == ::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+static_assert(a::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 == ::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2);
 
 static_assert(std::is_same_v<a::CUdeviceptr, ::CUdeviceptr> && std::is_same_v<a::CUdevice, ::CUdevice>);
 static_assert(sizeof(a::CUresult) == sizeof(::CUresult) && sizeof(a::nvrtcResult) == sizeof(::nvrtcResult) &&

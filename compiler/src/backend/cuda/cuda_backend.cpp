@@ -165,11 +165,11 @@ class CudaExecutable final : public Executable {
     struct Correlation {
       const api::Cupti* c = api::cupti_if_loaded();
       explicit Correlation(int64_t id) {
-        if (c) c->cuptiActivityPushExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<uint64_t>(id));
+        if (c) c->cuptiActivityPushExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, static_cast<uint64_t>(id));
       }
       ~Correlation() {
         uint64_t last = 0;
-        if (c) c->cuptiActivityPopExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+        if (c) c->cuptiActivityPopExternalCorrelationId(api::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &last);
       }
     } correlation(ids.execution_id);
     host_table_.assign(static_cast<std::size_t>(cp_.slots), nullptr);

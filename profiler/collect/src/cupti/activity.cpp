@@ -46,6 +46,14 @@ void* open_cupti(std::string* why, std::string* path) {
     for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
                           "/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"})
       names.push_back(n);
+    // The one the program loaded already (a framework's own copy), if any:
+    // one CUPTI per process.
+    if (!std::getenv("TC_CUPTI_LIBRARY"))
+      for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+        if (void* h = ::dlopen(n, RTLD_NOW | RTLD_NOLOAD)) {
+          where = n;
+          return h;
+        }
     for (const std::string& n : names) {
       if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         where = n;
@@ -86,13 +94,14 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
   ++counts_.buffers;
   if (data == nullptr || valid_size == 0) return;
   void* r = nullptr;
+  int status = CUPTI_SUCCESS;
   // CUPTI writes an external correlation record before the activity it tags.
-  while (next_(data, valid_size, &r) == CUPTI_SUCCESS) {
+  while ((status = next_(data, valid_size, &r)) == CUPTI_SUCCESS) {
     const auto* a = static_cast<const CUpti_Activity*>(r);
     switch (a->kind) {
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         const auto* e = static_cast<const CUpti_ActivityExternalCorrelation*>(r);
-        if (e->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) break;
+        if (e->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) break;
         execution_of_[e->correlationId] = static_cast<int64_t>(e->externalId);
         newest_correlation_ = std::max(newest_correlation_, e->correlationId);
         if (execution_of_.size() > (1u << 16)) {  // drop the oldest half: calls that launched nothing
@@ -104,6 +113,10 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = static_cast<const CUpti_ActivityKernel10*>(r);
+        if (k->start == 0 && k->end == 0) {  // CUPTI had no times for it
+          ++counts_.unreadable;
+          break;
+        }
         Row row;
         row.kind = "kernel";
         row.name = k->name;
@@ -127,6 +140,10 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(r);
+        if (m->start == 0 && m->end == 0) {
+          ++counts_.unreadable;
+          break;
+        }
         Row t;
         t.kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "memcpy_htod"
                  : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "memcpy_dtoh"
@@ -145,6 +162,10 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = static_cast<const CUpti_ActivityMemset4*>(r);
+        if (m->start == 0 && m->end == 0) {
+          ++counts_.unreadable;
+          break;
+        }
         Row t;
         t.kind = "memset";
         t.execution_id = take_execution(m->correlationId);
@@ -161,6 +182,9 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
       default: ++counts_.other_records; break;
     }
   }
+  // The walk ends at the buffer's end (MAX_LIMIT_REACHED); anything else is
+  // a record it cannot read, and the rest of the buffer with it.
+  if (status != CUPTI_ERROR_MAX_LIMIT_REACHED) ++counts_.unreadable;
 }
 
 }  // namespace tc::collect::cupti

@@ -7,7 +7,7 @@
 // - a kernel named tc_g<graph>_k<n>[_suffix] (compiler/src/backend/cuda) is
 //   tc's: it carries its graph and kernel;
 // - the external correlation id tc pushed around the launch
-//   (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, the execution id) gives the
+//   (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, the execution id) gives the
 //   execution of any kernel or copy launched inside it.
 // Kernels of other code (cuBLAS's, PyTorch's) are rows too, with their names;
 // records of other kinds are counted, never guessed at. The name of a row
@@ -43,6 +43,10 @@ struct Counts {
   int64_t other_records = 0;     // kinds not translated
   int64_t dropped = 0;           // records CUPTI reported lost (add_dropped)
   int64_t buffers = 0;           // buffers walked
+  // Records that could not be used: a buffer whose walk ended before its
+  // valid bytes (an incomplete or unknown record: the rest of that buffer is
+  // lost, counted once), a kernel or copy without times (start = end = 0).
+  int64_t unreadable = 0;
 };
 
 

@@ -2,6 +2,9 @@
 
 #include <time.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include "tc/trace/trace.h"
 
 namespace tc::collect::cupti {
@@ -29,22 +32,34 @@ ClockMap::ClockMap(NowFn cupti_now) : cupti_now_(cupti_now) {
 ClockMap::Pair ClockMap::read() const {
   // The recording clock between two readings of CUPTI's: the middle one is
   // within half their gap of the recording clock's reading.
-  uint64_t a = cupti_now_();
-  uint64_t t = trace::now();
-  uint64_t b = cupti_now_();
-  return {a + (b - a) / 2, t};
+  Pair best{};
+  uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    uint64_t a = cupti_now_();
+    uint64_t t = trace::now();
+    uint64_t b = cupti_now_();
+    if (b < a) continue;  // CUPTI's clock stepped back
+    if (b - a < best_gap) best_gap = b - a, best = {a + (b - a) / 2, t};
+  }
+  if (best_gap == UINT64_MAX) best = {cupti_now_(), trace::now()};
+  return best;
 }
 
 void ClockMap::refresh() { last_ = read(); }
 
-uint64_t ClockMap::ticks(int64_t cupti_ns) const {
-  double slope = nominal_;
+double ClockMap::slope() const {
   if (last_.cupti_ns > first_.cupti_ns + 1'000'000 && last_.ticks > first_.ticks)
-    slope = static_cast<double>(last_.ticks - first_.ticks) / static_cast<double>(last_.cupti_ns - first_.cupti_ns);
-  double d = static_cast<double>(cupti_ns) - static_cast<double>(last_.cupti_ns);
-  double t = static_cast<double>(last_.ticks) + d * slope;
+    return static_cast<double>(last_.ticks - first_.ticks) / static_cast<double>(last_.cupti_ns - first_.cupti_ns);
+  return nominal_;
+}
+
+uint64_t ClockMap::ticks(int64_t cupti_ns) const {
+  const int64_t d = cupti_ns - static_cast<int64_t>(last_.cupti_ns);  // small: this buffer's records against the last reading
+  const int64_t t = static_cast<int64_t>(last_.ticks) + std::llround(static_cast<double>(d) * slope());
   return t <= 0 ? 0 : static_cast<uint64_t>(t);
 }
+
+uint64_t ClockMap::span(int64_t ns) const { return ns <= 0 ? 0 : static_cast<uint64_t>(std::llround(static_cast<double>(ns) * slope())); }
 
 trace::StringId Emitter::name_id(const char* s) {
   if (s == nullptr) return trace::StringId{};
@@ -58,10 +73,9 @@ trace::StringId Emitter::name_id(const char* s) {
 int64_t Emitter::emit(const std::vector<Row>& rows) {
   int64_t n = 0;
   for (const Row& r : rows) {
-    uint64_t start = clock_->ticks(r.ts), end = clock_->ticks(r.ts + r.dur);
     trace::emit(trace::rec::GpuActivity{
-        .ts = trace::Ticks(start),
-        .dur = trace::Ticks(end >= start ? end - start : 0),
+        .ts = trace::Ticks(clock_->ticks(r.ts)),
+        .dur = trace::Ticks(clock_->span(r.dur)),
         .kind = name_id(r.kind),
         .name = name_id(r.name),
         .bytes = r.bytes,

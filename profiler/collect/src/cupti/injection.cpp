@@ -9,18 +9,20 @@
 // which pushes each execution's id as CUPTI's external correlation id around
 // its launches (cuda_backend.cpp), so that tc's kernels join their execution.
 //
-// CUPTI fills buffers we hand it; a buffer comes back full, or when flushed:
-// tc's drain thread flushes every 200 ms (forced, so that a slow trickle of
-// kernels is not held back), and the process's exit flushes the rest. Each
-// returned buffer is translated (activity.h) and emitted as gpu_activity
-// records into the same shared-memory rings as tc's own events (this library
-// carries its own copy of the recording layer, attached through
-// TC_PROFILE_FD), so tc-profile's collector drains them into the store like
-// any other record. Records CUPTI lost (every buffer full) are counted; one
-// gpu_capture record per process says what happened: 'recorded' with the
-// counts at exit, or 'unavailable' with the call that failed (no driver, no
-// device, no CUPTI) — then the program runs on, unrecorded, and stderr has one
-// line.
+// CUPTI fills buffers we hand it and hands them back, full, or when
+// flushed, on its own thread or inside a flush; buffer_completed only queues
+// them (it never calls CUPTI or waits on the rings while CUPTI waits on it).
+// tc's drain thread asks for completed buffers every 200 ms (a plain flush:
+// records still in flight stay with CUPTI), translates each queued buffer
+// (activity.h) and emits its rows as gpu_activity records into the same
+// shared-memory rings as tc's own events (this library carries its own copy
+// of the recording layer, attached through TC_PROFILE_FD), so tc-profile's
+// collector drains them into the store like any other record. At the
+// process's exit the drain thread forces the last flush, empties the queue
+// and writes one gpu_capture record: 'recorded' with the counts, records
+// CUPTI lost and records it could not read. When capture cannot start (no
+// driver, no device, no CUPTI) the record is 'unavailable' with the call that
+// failed, stderr has one line, and the program runs on unrecorded.
 //
 // Only InitializeInjection is exported; everything else, the recording layer
 // included, is hidden (see CMakeLists.txt), so it never meets the copy
@@ -28,6 +30,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,6 +38,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <string>
@@ -56,6 +61,7 @@ constexpr auto kDrainPeriod = std::chrono::milliseconds(200);
 struct Api {
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
@@ -66,14 +72,16 @@ struct Api {
 struct Session {
   Api api;
   std::string library;
-  std::mutex mu;  // one buffer at a time: CUPTI's thread and the drain may both complete buffers
-  cp::Translator* translator = nullptr;
+  pid_t pid = 0;                  // the process that started capture (a forked child does nothing)
+  cp::Translator* translator = nullptr;  // drain thread only (and start(), before it runs)
   cp::ClockMap* clock = nullptr;
   cp::Emitter* emitter = nullptr;
   int64_t records = 0;
-  std::atomic<bool> stop{false};
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
+  std::atomic<int64_t> dropped{0};
+  std::mutex mu;                  // guards the queue and stop
+  std::condition_variable cv;
+  std::deque<std::pair<uint8_t*, size_t>> queue;  // completed buffers and their valid bytes
+  bool stop = false;
   std::thread drain;
   bool ended = false;
 };
@@ -108,6 +116,7 @@ void capture_record(const char* status, const std::string& detail) {
       .dropped = c.dropped,
       .buffers = c.buffers,
       .other_records = c.other_records,
+      .unreadable = c.unreadable,
   });
 }
 
@@ -123,44 +132,68 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;  // as many as fit
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
-  (void)size;
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    g->clock->refresh();
-    g->translator->buffer(buffer, valid);
-    g->records += g->emitter->emit(g->translator->rows());
-    size_t dropped = 0;
-    if (g->api.dropped && g->api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS) g->translator->add_dropped(dropped);
+void free_buffer(uint8_t* buffer) { ::operator delete(buffer, std::align_val_t(8)); }
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  if (!g || ::getpid() != g->pid) {  // a forked child: the parent's buffers are not ours to record
+    free_buffer(buffer);
+    return;
   }
-  ::operator delete(buffer, std::align_val_t(8));
+  size_t dropped = 0;
+  if (g->api.dropped && g->api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS) g->dropped += static_cast<int64_t>(dropped);
+  std::lock_guard<std::mutex> lock(g->mu);
+  g->queue.emplace_back(buffer, valid);
+  g->cv.notify_all();
 }
 
-void end_session() {
-  if (!g || g->ended) return;
-  g->ended = true;
-  {
-    std::lock_guard<std::mutex> lock(g->stop_mu);
-    g->stop = true;
+// Translates and emits the queued buffers (the drain thread).
+void drain_queue() {
+  for (;;) {
+    std::pair<uint8_t*, size_t> b;
+    {
+      std::lock_guard<std::mutex> lock(g->mu);
+      if (g->queue.empty()) return;
+      b = g->queue.front();
+      g->queue.pop_front();
+    }
+    g->clock->refresh();
+    g->translator->buffer(b.first, b.second);
+    g->records += g->emitter->emit(g->translator->rows());
+    free_buffer(b.first);
   }
-  g->stop_cv.notify_all();
-  if (g->drain.joinable()) g->drain.join();
-  g->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    capture_record("recorded", g->library);
-  }
-  tr::flush();
 }
 
 void drain_loop() {
   tr::set_thread_name("tc-cupti-drain");
-  std::unique_lock<std::mutex> lock(g->stop_mu);
-  while (!g->stop_cv.wait_for(lock, kDrainPeriod, [] { return g->stop.load(); })) {
-    lock.unlock();
-    g->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    lock.lock();
+  for (;;) {
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> lock(g->mu);
+      g->cv.wait_for(lock, kDrainPeriod, [] { return g->stop; });
+      stopping = g->stop;
+    }
+    // A plain flush hands back the buffers whose records are complete; the
+    // last one is forced (at exit nothing more will complete).
+    g->api.flush_all(stopping ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    drain_queue();
+    if (stopping) break;
   }
+  g->translator->add_dropped(static_cast<size_t>(g->dropped.exchange(0)));
+  // Written here, not in the exit handler: the exiting thread's
+  // thread-locals (its ring) are gone before atexit handlers run.
+  capture_record("recorded", g->library);
+  tr::flush();
+}
+
+void end_session() {
+  if (!g || g->ended || ::getpid() != g->pid) return;
+  g->ended = true;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->stop = true;
+  }
+  g->cv.notify_all();
+  if (g->drain.joinable()) g->drain.join();
 }
 
 template <class F> bool load(void* h, const char* name, F* out, std::string* why) {
@@ -178,6 +211,7 @@ int start() {
   }
   if (g) return 1;  // once per process
   g = new Session;
+  g->pid = ::getpid();
   std::string why;
   void* h = cp::open_cupti(&why, &g->library);
   if (!h) {
@@ -186,7 +220,8 @@ int start() {
   }
   Api& a = g->api;
   bool ok = load(h, "cuptiActivityRegisterCallbacks", &a.register_callbacks, &why) &
-            load(h, "cuptiActivityEnable", &a.enable, &why) & load(h, "cuptiActivityFlushAll", &a.flush_all, &why) &
+            load(h, "cuptiActivityEnable", &a.enable, &why) & load(h, "cuptiActivityDisable", &a.disable, &why) &
+            load(h, "cuptiActivityFlushAll", &a.flush_all, &why) &
             load(h, "cuptiActivityGetNumDroppedRecords", &a.dropped, &why) &
             load(h, "cuptiGetResultString", &a.result_string, &why) & load(h, "cuptiGetTimestamp", &a.timestamp, &why);
   cp::NextRecordFn next = cp::load_next_record(&why);
@@ -197,7 +232,7 @@ int start() {
   a.timestamp_callback = reinterpret_cast<decltype(a.timestamp_callback)>(::dlsym(h, "cuptiActivityRegisterTimestampCallback"));
   // CLOCK_MONOTONIC as CUPTI's clock (the store's; CUPTI's default is
   // CLOCK_REALTIME, which steps); before any kind is enabled.
-  if (a.timestamp_callback) a.timestamp_callback(cupti_timestamp);
+  if (a.timestamp_callback && a.timestamp_callback(cupti_timestamp) != CUPTI_SUCCESS) a.timestamp_callback = nullptr;  // CUPTI's own clock, mapped
   g->translator = new cp::Translator(next);
   g->clock = new cp::ClockMap(cupti_now);
   g->emitter = new cp::Emitter(g->clock);
@@ -211,23 +246,25 @@ int start() {
       {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
       {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
   };
-  for (const auto& [kind, name] : kinds) {
-    if (CUptiResult r = a.enable(kind); r != CUPTI_SUCCESS) {
-      unavailable(std::string("cuptiActivityEnable(") + name + "): " + result_text(r));
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    if (CUptiResult r = a.enable(kinds[i].first); r != CUPTI_SUCCESS) {
+      for (size_t j = 0; j < i; ++j) a.disable(kinds[j].first);  // all or nothing
+      unavailable(std::string("cuptiActivityEnable(") + kinds[i].second + "): " + result_text(r));
       return 1;
     }
   }
-  g->drain = std::thread(drain_loop);
-  std::atexit(end_session);
   // A child forked after CUDA started (a data loader's workers) has no drain
   // thread and no usable CUPTI: it must neither join the parent's thread nor
-  // flush at its exit. (The handle is dropped, not joined or detached: the
-  // thread does not exist in the child.)
+  // record at its exit (buffer_completed and end_session check the pid). The
+  // handle is dropped, not joined or detached: the thread does not exist in
+  // the child. Registered before the thread starts.
   pthread_atfork(nullptr, nullptr, [] {
     if (!g) return;
     g->ended = true;
     new (&g->drain) std::thread();
   });
+  g->drain = std::thread(drain_loop);
+  std::atexit(end_session);
   return 1;
 }
 

@@ -223,7 +223,9 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Int, records, "rows written to gpu_activity by this process")                                                          \
   F(Int, dropped, "activity records CUPTI reported lost (cuptiActivityGetNumDroppedRecords): buffers were full")           \
   F(Int, buffers, "activity buffers drained")                                                                              \
-  F(Int, other_records, "records of kinds tc does not translate (counted, not stored)")
+  F(Int, other_records, "records of kinds tc does not translate (counted, not stored)")                                  \
+  F(Int, unreadable, "records that could not be used: a buffer whose walk stopped at an incomplete or unknown record "   \
+    "(the rest of that buffer, counted once), a kernel or copy without times")
 
 #define TC_TRACE_COLLECTIVE_FIELDS(F)                                                                                  \
   F(Ts, ts, "when this rank entered it")                                                                               \
