@@ -9,40 +9,15 @@
 #include <vector>
 
 #include "activity.h"
+#include "cupti_records.h"
 
 namespace {
 
 namespace cp = tc::collect::cupti;
 
-// A CUPTI activity buffer: records packed one after another, as CUPTI writes them.
-struct Buffer {
-  std::vector<uint8_t> bytes = std::vector<uint8_t>(1 << 16);
-  std::size_t used = 0;
-  template <class R> void add(const R& r) {
-    std::memcpy(bytes.data() + used, &r, sizeof r);
-    used += sizeof r;
-  }
-};
-
-CUpti_ActivityExternalCorrelation external(uint32_t correlation, uint64_t execution,
-                                           CUpti_ExternalCorrelationKind kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) {
-  CUpti_ActivityExternalCorrelation e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = kind;
-  e.externalId = execution;
-  e.correlationId = correlation;
-  return e;
-}
-
-CUpti_ActivityKernel10 kernel(const char* name, uint32_t correlation, uint64_t start, uint64_t end) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = name;
-  k.correlationId = correlation;
-  k.start = start;
-  k.end = end;
-  return k;
-}
+using tc::test::cupti::Buffer;
+using tc::test::cupti::external;
+using tc::test::cupti::kernel;
 
 cp::NextRecordFn next() {
   std::string why;

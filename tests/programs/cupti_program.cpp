@@ -9,7 +9,6 @@
 //         when set, "InitializeInjection N".
 #include <cupti.h>
 #include <dlfcn.h>
-#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "activity.h"
+#include "cuda/cupti_records.h"
 #include "emit.h"
 #include "tc/trace/trace.h"
 
@@ -25,20 +25,7 @@ namespace cp = tc::collect::cupti;
 
 namespace {
 
-uint64_t mono() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
-struct Buffer {
-  std::vector<uint8_t> bytes = std::vector<uint8_t>(1 << 16);
-  std::size_t used = 0;
-  template <class R> void add(const R& r) {
-    std::memcpy(bytes.data() + used, &r, sizeof r);
-    used += sizeof r;
-  }
-};
+using tc::test::cupti::Buffer;
 
 int feed() {
   std::string why;
@@ -47,24 +34,14 @@ int feed() {
     std::fprintf(stderr, "tc-test-cupti: %s\n", why.c_str());
     return 3;
   }
-  cp::ClockMap clock(mono);
+  cp::ClockMap clock(tc::trace::monotonic_ns);
   cp::Emitter emitter(&clock);
   cp::Translator t(next);
-  const uint64_t start = mono();
+  const uint64_t start = tc::trace::monotonic_ns();
   constexpr uint64_t kMs = 1'000'000;
   Buffer b;
-  CUpti_ActivityExternalCorrelation e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
-  e.externalId = 77;
-  e.correlationId = 5;
-  b.add(e);
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = "tc_g3_k1";
-  k.correlationId = 5;
-  k.start = start;
-  k.end = start + 2 * kMs;
+  b.add(tc::test::cupti::external(5, 77));
+  CUpti_ActivityKernel10 k = tc::test::cupti::kernel("tc_g3_k1", 5, start, start + 2 * kMs);
   k.gridX = 64, k.gridY = 1, k.gridZ = 1, k.blockX = 128, k.blockY = 1, k.blockZ = 1;
   k.streamId = 13;
   b.add(k);
@@ -82,13 +59,13 @@ int feed() {
   m.end = start + 6 * kMs;
   b.add(m);
   // The activity "ran" for 6 ms; the buffer comes back after it, as CUPTI's do.
-  while (mono() < start + 6 * kMs) {
+  while (tc::trace::monotonic_ns() < start + 6 * kMs) {
   }
   clock.refresh();
   t.buffer(b.bytes.data(), b.used);
   const int64_t n = emitter.emit(t.rows());
   std::printf("window %llu %llu\nemitted %lld\n", static_cast<unsigned long long>(start),
-              static_cast<unsigned long long>(mono()), static_cast<long long>(n));
+              static_cast<unsigned long long>(tc::trace::monotonic_ns()), static_cast<long long>(n));
   return 0;
 }
 

@@ -34,6 +34,7 @@ struct Acc {
   std::vector<int64_t> durs;
 };
 
+// The p-quantile of sorted ns durations, in s.
 double percentile(const std::vector<int64_t>& sorted, double p) {
   return static_cast<double>(sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())))]) / 1e9;
 }
@@ -146,7 +147,7 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
   }
   TC_RETURN_IF_ERROR(q.status());
   for (auto& entry : groups) {
-    Acc& a = entry.second;  // not a structured binding: clang 14 cannot capture one in a lambda
+    Acc& a = entry.second;
     KernelRow& row = a.row;
     std::sort(a.durs.begin(), a.durs.end());
     row.calls = static_cast<int64_t>(a.durs.size());
@@ -156,9 +157,8 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     row.total_s = total_ns / 1e9;
     row.share = t.execute_s > 0 ? row.total_s / t.execute_s : 0;
     row.mean_s = row.total_s / static_cast<double>(row.calls);
-    auto pct = [&](double p) { return static_cast<double>(a.durs[std::min(a.durs.size() - 1, static_cast<size_t>(p * static_cast<double>(a.durs.size())))]) / 1e9; };
-    row.p50_s = pct(0.5);
-    row.p99_s = pct(0.99);
+    row.p50_s = percentile(a.durs, 0.5);
+    row.p99_s = percentile(a.durs, 0.99);
     double work_flops = row.flops * static_cast<double>(row.calls), work_bytes = row.bytes * static_cast<double>(row.calls);
     row.gflops = row.total_s > 0 ? work_flops / row.total_s / 1e9 : 0;
     row.gbps = row.total_s > 0 ? work_bytes / row.total_s / 1e9 : 0;

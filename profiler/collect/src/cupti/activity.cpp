@@ -89,6 +89,25 @@ int64_t Translator::take_execution(uint32_t correlation) {
   return it == execution_of_.end() ? -1 : it->second;
 }
 
+// The fields every kernel, memcpy and memset record has; nullptr (counted)
+// for one CUPTI has no times for (start = end = 0).
+template <class Record>
+Row* Translator::add_row(const Record& a, const char* kind) {
+  if (a.start == 0 && a.end == 0) {
+    ++counts_.unreadable;
+    return nullptr;
+  }
+  Row& row = rows_.emplace_back();
+  row.kind = kind;
+  row.ts = static_cast<int64_t>(a.start);
+  row.dur = span(a.start, a.end);
+  row.device = a.deviceId;
+  row.stream = a.streamId;
+  row.correlation = a.correlationId;
+  row.execution_id = take_execution(a.correlationId);
+  return &row;
+}
+
 void Translator::buffer(uint8_t* data, std::size_t valid_size) {
   rows_.clear();
   ++counts_.buffers;
@@ -113,70 +132,32 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = static_cast<const CUpti_ActivityKernel10*>(r);
-        if (k->start == 0 && k->end == 0) {  // CUPTI had no times for it
-          ++counts_.unreadable;
-          break;
-        }
-        Row row;
-        row.kind = "kernel";
-        row.name = k->name;
-        row.ts = static_cast<int64_t>(k->start);
-        row.dur = span(k->start, k->end);
-        row.device = k->deviceId;
-        row.stream = k->streamId;
-        row.correlation = k->correlationId;
-        row.blocks = static_cast<int64_t>(k->gridX) * k->gridY * k->gridZ;
-        row.threads = static_cast<int64_t>(k->blockX) * k->blockY * k->blockZ;
-        row.execution_id = take_execution(k->correlationId);
-        if (parse_kernel_name(k->name, &row.graph_id, &row.kernel)) {
-          if (row.execution_id < 0) ++counts_.untagged_kernels;
+        Row* row = add_row(*k, "kernel");
+        if (!row) break;
+        row->name = k->name;
+        row->blocks = static_cast<int64_t>(k->gridX) * k->gridY * k->gridZ;
+        row->threads = static_cast<int64_t>(k->blockX) * k->blockY * k->blockZ;
+        if (parse_kernel_name(k->name, &row->graph_id, &row->kernel)) {
+          if (row->execution_id < 0) ++counts_.untagged_kernels;
         } else {
-          row.graph_id = row.kernel = -1;
+          row->graph_id = row->kernel = -1;
           ++counts_.foreign_kernels;
         }
-        rows_.push_back(row);
         ++counts_.kernels;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(r);
-        if (m->start == 0 && m->end == 0) {
-          ++counts_.unreadable;
-          break;
-        }
-        Row t;
-        t.kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "memcpy_htod"
-                 : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "memcpy_dtoh"
-                 : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "memcpy_dtod"
-                                                                  : "memcpy_other";
-        t.execution_id = take_execution(m->correlationId);
-        t.bytes = static_cast<int64_t>(m->bytes);
-        t.ts = static_cast<int64_t>(m->start);
-        t.dur = span(m->start, m->end);
-        t.device = m->deviceId;
-        t.stream = m->streamId;
-        t.correlation = m->correlationId;
-        rows_.push_back(t);
-        ++counts_.transfers;
+        const char* kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "memcpy_htod"
+                           : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "memcpy_dtoh"
+                           : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "memcpy_dtod"
+                                                                            : "memcpy_other";
+        if (Row* row = add_row(*m, kind)) row->bytes = static_cast<int64_t>(m->bytes), ++counts_.transfers;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = static_cast<const CUpti_ActivityMemset4*>(r);
-        if (m->start == 0 && m->end == 0) {
-          ++counts_.unreadable;
-          break;
-        }
-        Row t;
-        t.kind = "memset";
-        t.execution_id = take_execution(m->correlationId);
-        t.bytes = static_cast<int64_t>(m->bytes);
-        t.ts = static_cast<int64_t>(m->start);
-        t.dur = span(m->start, m->end);
-        t.device = m->deviceId;
-        t.stream = m->streamId;
-        t.correlation = m->correlationId;
-        rows_.push_back(t);
-        ++counts_.transfers;
+        if (Row* row = add_row(*m, "memset")) row->bytes = static_cast<int64_t>(m->bytes), ++counts_.transfers;
         break;
       }
       default: ++counts_.other_records; break;

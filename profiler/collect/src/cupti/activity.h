@@ -79,6 +79,7 @@ class Translator {
   std::vector<Row> rows_;
   Counts counts_;
   int64_t take_execution(uint32_t correlation);
+  template <class Record> Row* add_row(const Record& a, const char* kind);
 };
 
 }  // namespace tc::collect::cupti

@@ -1,27 +1,17 @@
 #include "emit.h"
 
-#include <time.h>
-
 #include <cmath>
 #include <cstdint>
 
 #include "tc/trace/trace.h"
 
 namespace tc::collect::cupti {
-namespace {
-uint64_t mono_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-}  // namespace
-
 ClockMap::ClockMap(NowFn cupti_now) : cupti_now_(cupti_now) {
   // The recording clock's rate against CLOCK_MONOTONIC, over 1 ms (1 when
   // it is CLOCK_MONOTONIC itself: the two readings then advance together).
-  uint64_t n0 = mono_ns(), t0 = trace::now(), n1 = n0, t1 = t0;
+  uint64_t n0 = trace::monotonic_ns(), t0 = trace::now(), n1 = n0, t1 = t0;
   while (n1 - n0 < 1'000'000) {
-    n1 = mono_ns();
+    n1 = trace::monotonic_ns();
     t1 = trace::now();
   }
   nominal_ = static_cast<double>(t1 - t0) / static_cast<double>(n1 - n0);

@@ -88,16 +88,11 @@ struct Session {
 
 Session* g = nullptr;  // never freed: CUPTI may call back until the process is gone
 
-uint64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-uint64_t CUPTIAPI cupti_timestamp() { return monotonic_ns(); }
+uint64_t CUPTIAPI cupti_timestamp() { return tr::monotonic_ns(); }
 uint64_t cupti_now() {
   uint64_t t = 0;
   if (g && g->api.timestamp && g->api.timestamp(&t) == CUPTI_SUCCESS) return t;
-  return monotonic_ns();
+  return tr::monotonic_ns();
 }
 
 std::string result_text(CUptiResult r) {
