@@ -123,3 +123,93 @@ TEST(Pool, AChildOfForkRunsItsRegionsWithoutTheWorkers) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
+
+namespace {
+
+// A region whose chunks take long enough (about 0.2 ms each) that a worker
+// queued on the caller's CPU gets the CPU now and then and claims some; the
+// body notes the CPU each chunk ran on, by thread.
+struct Seats {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> worker_chunks{0}, worker_chunks_on[2] = {0, 0};  // [0]: on `cpu`, [1]: elsewhere
+  int cpu = 0;
+  static void body(void* self, int64_t lo, int64_t hi) {
+    auto* s = static_cast<Seats*>(self);
+    volatile uint64_t x = 0;
+    for (int64_t i = lo; i < hi; ++i)
+      for (int k = 0; k < 100'000; ++k) x = x + static_cast<uint64_t>(k);
+    if (std::this_thread::get_id() == s->caller) return;
+    s->worker_chunks.fetch_add(1);
+    s->worker_chunks_on[::sched_getcpu() == s->cpu ? 0 : 1].fetch_add(1);
+  }
+};
+
+// Pins the calling thread to `cpu`; false where it cannot.
+bool pin_self(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return ::sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+// Two CPUs this process may use, else -1s.
+std::pair<int, int> two_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return {-1, -1};
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) {
+      if (first < 0) first = c;
+      else return {first, c};
+    }
+  return {-1, -1};
+}
+
+}  // namespace
+
+TEST(Pool, AWorkerStackedOnTheCallersCpuIsMovedOffIt) {
+  auto [a, b] = two_cpus();
+  if (a < 0 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
+  ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  // The workers start with this thread's mask (both CPUs); then the worker
+  // and this thread are put on CPU a together, the stacking the scheduler
+  // makes beside a busy neighbour.
+  ASSERT_TRUE(cpu::pool_pin_workers_for_test(a));
+  ASSERT_TRUE(pin_self(a));
+  Seats s;
+  s.cpu = a;
+  // Until the pool has moved the worker (a bounded number of regions, not a duration).
+  for (int r = 0; r < 400 && cpu::pool_stats().spreads == 0; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
+  ASSERT_GT(cpu::pool_stats().spreads, 0u) << "the worker ran on the caller's CPU in " << s.worker_chunks_on[0].load()
+                                           << " chunks and was never moved";
+  // Moved off CPU a (into the process's CPUs less a): from now on the worker
+  // runs elsewhere, so it runs beside this thread, not instead of it.
+  Seats after;
+  after.cpu = a;
+  for (int r = 0; r < 50; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &after);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_GT(after.worker_chunks.load(), 0);
+  EXPECT_EQ(after.worker_chunks_on[0].load(), 0) << "the worker still ran on the caller's CPU " << a;
+  (void)b;
+}
+
+TEST(Pool, WithSpreadOffAStackedWorkerStaysWhereItIs) {
+  auto [a, b] = two_cpus();
+  if (a < 0 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
+  ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
+  ::setenv("TC_POOL_SPREAD", "0", 1);
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  ASSERT_TRUE(cpu::pool_pin_workers_for_test(a));
+  ASSERT_TRUE(pin_self(a));
+  Seats s;
+  s.cpu = a;
+  for (int r = 0; r < 100; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
+  ::unsetenv("TC_POOL_SPREAD");
+  EXPECT_EQ(cpu::pool_stats().spreads, 0u);
+  EXPECT_EQ(s.worker_chunks_on[1].load(), 0) << "the worker left CPU " << a << " though TC_POOL_SPREAD=0";
+  (void)b;
+}

@@ -19,6 +19,11 @@
 //   halves when spinning ended without work and the next region came much
 //   later (a gap between steps), and doubles when a region came just after
 //   the worker went to sleep.
+// - The caller, once only claimed chunks are left, spins briefly and then
+//   sleeps on a futex; the runner of the last chunk wakes it.
+// - A worker the scheduler keeps on the caller's CPU (stacked beside a busy
+//   neighbour) is moved off it through its affinity, within the process's
+//   CPUs (TC_POOL_SPREAD=0: never).
 // - One region at a time: a second thread calling parallel_for while one
 //   runs does its loop alone.
 #pragma once
@@ -54,10 +59,16 @@ int pool_threads();
 
 // Counters for tests and benchmarks: regions run in parallel, regions run
 // alone (n too small, one thread, or another region running), futex sleeps
-// of workers.
+// of workers, futex sleeps of callers waiting for claimed chunks, and
+// workers moved off the caller's CPU (see pool.cpp, "Stacked threads").
 struct PoolStats {
-  uint64_t parallel = 0, serial = 0, sleeps = 0;
+  uint64_t parallel = 0, serial = 0, sleeps = 0, caller_sleeps = 0, spreads = 0;
 };
 PoolStats pool_stats();
+
+// Tests only: starts the workers and pins each to `cpu` (the calling
+// thread's mask untouched), the way the scheduler stacks them beside a busy
+// neighbour. Returns false where that affinity cannot be set.
+bool pool_pin_workers_for_test(int cpu);
 
 }  // namespace tc::detail::cpu
