@@ -10,9 +10,20 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 start=$(date +%s)
 
+# Each phase's seconds, for the summary at the end (where CI's time goes).
+phases=()
+phase_start=$start
+phase_done() {
+  local now
+  now=$(date +%s)
+  phases+=("$1 $((now - phase_start)) s")
+  phase_start=$now
+}
+
 run_suite() {  # dir, label, extra ctest arguments
   echo "== tests: $2"
   xvfb-run -a ctest --test-dir "$1" --output-on-failure -j "$jobs" --timeout 900 "${@:3}"
+  phase_done "tests ($2)"
 }
 
 # Python peers of the NVTX and framework tests (label "python"), in venvs of
@@ -44,6 +55,7 @@ install_peers > "$peers_log" 2>&1 &
 peers=$!
 
 scripts/setup.sh build
+phase_done "setup and build"
 
 if ! wait "$peers"; then
   cat "$peers_log"
@@ -52,17 +64,22 @@ if ! wait "$peers"; then
 fi
 cat "$peers_log"
 rm -f "$peers_log"
+phase_done "waiting for the Python peers"
 export TC_REQUIRE_PYTHON_PEERS=1
 
 run_suite build "recording on (TC_TRACE=ON)"
 
 scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF
+phase_done "build-notrace"
 # The slow tests (a sample trained to its accuracy) run once, in the first suite.
 run_suite build-notrace "recording compiled out (TC_TRACE=OFF)" -LE 'slow|python'
 
 scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+phase_done "build-asan"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer" -LE 'slow|python'
 
 scripts/fuzz.sh build
+phase_done "fuzzers"
 
+printf '== %s\n' "${phases[@]}"
 echo "== all three suites and the fuzzers passed in $(( $(date +%s) - start )) s"

@@ -151,6 +151,13 @@ const std::vector<Row>& rows() {
       // path accumulates blocks of 256 columns; 260 leave a partial block.
       {"sum_rows", {{{3, 260}}}, [](const Ts& x) { return tc::sum(x[0], {0}); },
        [](const As& a) { return ref::reduce(a[0], {0}, false, false); }},
+      // Whole blocks (a block width known when the kernel is compiled): 256
+      // columns in one block; 128 columns in blocks of 64 on the pool (the
+      // bias gradient's shape; no finite differences over 32768 inputs).
+      {"sum_rows_whole_block", {{{4, 256}}}, [](const Ts& x) { return tc::sum(x[0], {0}); },
+       [](const As& a) { return ref::reduce(a[0], {0}, false, false); }},
+      {"sum_rows_parallel_blocks", {{{256, 128}}}, [](const Ts& x) { return tc::sum(x[0], {0}); },
+       [](const As& a) { return ref::reduce(a[0], {0}, false, false); }, 1e-5, -1},
       {"max_rows_keepdim", {{{9, 70}}}, [](const Ts& x) { return tc::max(x[0], {0}, true); },
        [](const As& a) { return ref::reduce(a[0], {0}, true, true); }},
       {"mean_leading", {{{5, 3, 130}}}, [](const Ts& x) { return tc::mean(x[0], {0, 1}); },
