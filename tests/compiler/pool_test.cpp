@@ -144,72 +144,62 @@ struct Seats {
   }
 };
 
-// Pins the calling thread to `cpu`; false where it cannot.
-bool pin_self(int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return ::sched_setaffinity(0, sizeof one, &one) == 0;
-}
-
-// Two CPUs this process may use, else -1s.
-std::pair<int, int> two_cpus() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return {-1, -1};
-  int first = -1;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) {
-      if (first < 0) first = c;
-      else return {first, c};
-    }
-  return {-1, -1};
-}
+// The stacking the scheduler makes beside a busy neighbour, on purpose: the
+// workers start with this thread's mask (two CPUs or more), then the worker
+// and this thread are both pinned to the first CPU. TearDown gives this
+// thread its mask back.
+class PoolStacking : public ::testing::Test {
+ protected:
+  void stack(bool spread) {
+    ASSERT_EQ(::sched_getaffinity(0, sizeof mine_, &mine_), 0);
+    if (CPU_COUNT(&mine_) < 2 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
+    ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
+    while (!CPU_ISSET(cpu_, &mine_)) ++cpu_;
+    if (!spread) ::setenv("TC_POOL_SPREAD", "0", 1);
+    ASSERT_TRUE(cpu::pool_pin_workers_for_test(cpu_));
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu_, &one);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+    pinned_ = true;
+  }
+  void TearDown() override {
+    ::unsetenv("TC_POOL_SPREAD");
+    if (pinned_) EXPECT_EQ(::sched_setaffinity(0, sizeof mine_, &mine_), 0);
+  }
+  // `regions` regions of 16 chunks (or until the pool moved a worker).
+  void run_regions(Seats& s, int regions, bool until_spread) {
+    s.cpu = cpu_;
+    for (int r = 0; r < regions && !(until_spread && cpu::pool_stats().spreads > 0); ++r)
+      cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
+  }
+  int cpu_ = 0;
+  cpu_set_t mine_{};
+  bool pinned_ = false;
+};
 
 }  // namespace
 
-TEST(Pool, AWorkerStackedOnTheCallersCpuIsMovedOffIt) {
-  auto [a, b] = two_cpus();
-  if (a < 0 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
-  ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
-  cpu_set_t mine;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
-  // The workers start with this thread's mask (both CPUs); then the worker
-  // and this thread are put on CPU a together, the stacking the scheduler
-  // makes beside a busy neighbour.
-  ASSERT_TRUE(cpu::pool_pin_workers_for_test(a));
-  ASSERT_TRUE(pin_self(a));
+TEST_F(PoolStacking, AWorkerStackedOnTheCallersCpuIsMovedOffIt) {
+  stack(true);
+  if (IsSkipped() || HasFatalFailure()) return;
   Seats s;
-  s.cpu = a;
-  // Until the pool has moved the worker (a bounded number of regions, not a duration).
-  for (int r = 0; r < 400 && cpu::pool_stats().spreads == 0; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
+  run_regions(s, 400, true);  // a bounded number of regions, not a duration
   ASSERT_GT(cpu::pool_stats().spreads, 0u) << "the worker ran on the caller's CPU in " << s.worker_chunks_on[0].load()
                                            << " chunks and was never moved";
-  // Moved off CPU a (into the process's CPUs less a): from now on the worker
-  // runs elsewhere, so it runs beside this thread, not instead of it.
+  // Moved off the caller's CPU (into the process's CPUs less that one): from
+  // now on the worker runs beside this thread, not instead of it.
   Seats after;
-  after.cpu = a;
-  for (int r = 0; r < 50; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &after);
-  ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
+  run_regions(after, 50, false);
   EXPECT_GT(after.worker_chunks.load(), 0);
-  EXPECT_EQ(after.worker_chunks_on[0].load(), 0) << "the worker still ran on the caller's CPU " << a;
-  (void)b;
+  EXPECT_EQ(after.worker_chunks_on[0].load(), 0) << "the worker still ran on the caller's CPU " << cpu_;
 }
 
-TEST(Pool, WithSpreadOffAStackedWorkerStaysWhereItIs) {
-  auto [a, b] = two_cpus();
-  if (a < 0 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
-  ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
-  ::setenv("TC_POOL_SPREAD", "0", 1);
-  cpu_set_t mine;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
-  ASSERT_TRUE(cpu::pool_pin_workers_for_test(a));
-  ASSERT_TRUE(pin_self(a));
+TEST_F(PoolStacking, WithSpreadOffAStackedWorkerStaysWhereItIs) {
+  stack(false);
+  if (IsSkipped() || HasFatalFailure()) return;
   Seats s;
-  s.cpu = a;
-  for (int r = 0; r < 100; ++r) cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
-  ASSERT_EQ(::sched_setaffinity(0, sizeof mine, &mine), 0);
-  ::unsetenv("TC_POOL_SPREAD");
+  run_regions(s, 100, false);
   EXPECT_EQ(cpu::pool_stats().spreads, 0u);
-  EXPECT_EQ(s.worker_chunks_on[1].load(), 0) << "the worker left CPU " << a << " though TC_POOL_SPREAD=0";
-  (void)b;
+  EXPECT_EQ(s.worker_chunks_on[1].load(), 0) << "the worker left CPU " << cpu_ << " though TC_POOL_SPREAD=0";
 }
