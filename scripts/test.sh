@@ -69,12 +69,21 @@ export TC_REQUIRE_PYTHON_PEERS=1
 
 run_suite build "recording on (TC_TRACE=ON)"
 
-scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF
+# The second and third builds are for what they check, not for debugging:
+# no debug info where recording is compiled out (-O2, as users build it), and
+# ASan's own advice, -O1 with line tables only (stack traces keep file:line).
+# On 2 cores that halves the ASan build (analysis_test.cpp: 37 s -> 16 s) and
+# takes a third off the other (12 s -> 7.5 s).
+notrace_flags="-O2 -DNDEBUG"
+asan_flags="-O1 -g1 -DNDEBUG"
+scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$notrace_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$notrace_flags"
 phase_done "build-notrace"
 # The slow tests (a sample trained to its accuracy) run once, in the first suite.
 run_suite build-notrace "recording compiled out (TC_TRACE=OFF)" -LE 'slow|python'
 
-scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+scripts/setup.sh build-asan -DTC_SANITIZE=ON -DTC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$asan_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$asan_flags"
 phase_done "build-asan"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "AddressSanitizer + UndefinedBehaviorSanitizer" -LE 'slow|python'
 
