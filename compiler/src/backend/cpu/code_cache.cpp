@@ -22,6 +22,7 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -328,40 +329,32 @@ void warn(const std::string& message) {
   events::log_warning(message);
 }
 
-// One key's build across processes: an exclusive flock() on tc_<key>.lock,
-// held while the entry is checked, built, moved in and loaded. Ranks of one
-// job (or any processes sharing the cache) that need the same graph at once
-// then build it once: the others wait and load what the first moved in. The
-// kernel drops the lock of a process that dies. Without it, a second build
-// renamed its object over the first one's between that one's check and its
-// load ("changed while it was being loaded"), and the first rank failed.
-// A lock that cannot be taken is said once and the build goes on without it.
-class KeyLock {
- public:
-  explicit KeyLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int rc = -1;
-    if (fd_ >= 0) {
-      while ((rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
-      }
-    }
-    if (rc != 0) {
-      static bool said = false;
-      if (!said) warn("tc: code cache: cannot lock " + path + " (" + errno_text(errno) + "); building without it");
-      said = true;
-    }
-  }
-  ~KeyLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  KeyLock(const KeyLock&) = delete;
-  KeyLock& operator=(const KeyLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 }  // namespace
+
+// One key's build across processes: an exclusive flock() on the key's .lock
+// file, held while the entry is checked, built, moved in and loaded. Ranks
+// of one job (or any processes sharing the cache) that need the same graph
+// at once then build it once: the others wait and load what the first moved
+// in. The kernel drops the lock of a process that dies. Without it, a second
+// build renamed its object over the first one's between that one's check and
+// its load ("changed while it was being loaded"), and the first rank failed.
+// A lock that cannot be taken is said once and the build goes on without it.
+CacheKeyLock::CacheKeyLock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int rc = -1;
+  if (fd_ >= 0) {
+    while ((rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+  }
+  if (rc != 0) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) warn("tc: code cache: cannot lock " + path + " (" + errno_text(errno) + "); building without it");
+  }
+}
+
+CacheKeyLock::~CacheKeyLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
 
 std::string cache_directory() { return secure_cache_dir(); }
 std::string machine_key() { return hex(hash_text(toolchain_key())); }
@@ -380,8 +373,8 @@ Built build_and_load(const std::string& source, int64_t graph_id, int parts) {
   std::string why;
   void* handle = load_verified(so, meta, key, &why);
   // Not there (or not whole): looked at again under the key's lock, where
-  // another process's build of it has finished (KeyLock).
-  std::optional<KeyLock> lock;
+  // another process's build of it has finished (CacheKeyLock).
+  std::optional<CacheKeyLock> lock;
   if (!handle) {
     lock.emplace(dir + "/" + base + ".lock");
     handle = load_verified(so, meta, key, &why);

@@ -45,6 +45,21 @@ Built build_and_load(const std::string& source, int64_t graph_id, int parts);
 
 // The code cache's directory, checked (see code_cache.cpp); throws tc::Error.
 std::string cache_directory();
+// Held while one cache key is checked, built and moved in: an exclusive
+// flock() on `path` (created 0600, never through a link), so processes that
+// need the same key at once build it once. Released on destruction or when
+// the process dies. One that cannot be taken is said once; then nothing is
+// held.
+class CacheKeyLock {
+ public:
+  explicit CacheKeyLock(const std::string& path);
+  ~CacheKeyLock();
+  CacheKeyLock(const CacheKeyLock&) = delete;
+  CacheKeyLock& operator=(const CacheKeyLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 // A hex digest of everything built code depends on besides its source (the
 // compiler, its flags, the CPU): the machine's key for cached calibrations.
 std::string machine_key();

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "../backend.h"
@@ -300,8 +301,17 @@ class CudaBackend final : public Backend {
     out.source_path = dir + "/" + base + ".cu";
     std::string cubin, meta;
     const int64_t t1 = now_ns();
-    if (read_trusted(dir + "/" + base + ".cubin", cubin, std::size_t{1} << 30) && read_trusted(dir + "/" + base + ".meta", meta, 4096) &&
-        meta == meta_text(key, cpu::sha256_hex(cubin))) {
+    auto cached = [&] {
+      return read_trusted(dir + "/" + base + ".cubin", cubin, std::size_t{1} << 30) &&
+             read_trusted(dir + "/" + base + ".meta", meta, 4096) && meta == meta_text(key, cpu::sha256_hex(cubin));
+    };
+    // Not there: looked at again under the key's lock, where another
+    // process's compile of it (a rank of the same job) has finished; only
+    // the first compiles. The lock ends with this scope.
+    std::optional<cpu::CacheKeyLock> lock;
+    if (!cached()) lock.emplace(dir + "/" + base + ".lock");
+    if (lock && cached()) lock.reset();
+    if (!lock) {
       out.disk_hit = true;
     } else {
       write_in(dir, base + ".cu", cp.source);
