@@ -129,12 +129,12 @@ namespace {
 // A region whose chunks take long enough (about 0.2 ms each) that a worker
 // queued on the caller's CPU gets the CPU now and then and claims some; the
 // body notes the CPU each chunk ran on, by thread.
-struct Seats {
+struct WhereChunksRan {
   std::thread::id caller = std::this_thread::get_id();
   std::atomic<int64_t> worker_chunks{0}, worker_chunks_on[2] = {0, 0};  // [0]: on `cpu`, [1]: elsewhere
   int cpu = 0;
   static void body(void* self, int64_t lo, int64_t hi) {
-    auto* s = static_cast<Seats*>(self);
+    auto* s = static_cast<WhereChunksRan*>(self);
     volatile uint64_t x = 0;
     for (int64_t i = lo; i < hi; ++i)
       for (int k = 0; k < 100'000; ++k) x = x + static_cast<uint64_t>(k);
@@ -152,7 +152,9 @@ class PoolStacking : public ::testing::Test {
  protected:
   void stack(bool spread) {
     ASSERT_EQ(::sched_getaffinity(0, sizeof mine_, &mine_), 0);
-    if (CPU_COUNT(&mine_) < 2 || cpu::pool_threads() < 2) GTEST_SKIP() << "needs two CPUs and a pool of two threads";
+    if (CPU_COUNT(&mine_) < 2 || cpu::pool_threads() < 2) {
+      GTEST_SKIP() << "needs two CPUs and a pool of two threads";
+    }
     ASSERT_EQ(cpu::pool_stats().parallel, 0u) << "run this test in its own process (ctest does)";
     while (!CPU_ISSET(cpu_, &mine_)) ++cpu_;
     if (!spread) ::setenv("TC_POOL_SPREAD", "0", 1);
@@ -165,13 +167,15 @@ class PoolStacking : public ::testing::Test {
   }
   void TearDown() override {
     ::unsetenv("TC_POOL_SPREAD");
-    if (pinned_) EXPECT_EQ(::sched_setaffinity(0, sizeof mine_, &mine_), 0);
+    if (pinned_) {
+      EXPECT_EQ(::sched_setaffinity(0, sizeof mine_, &mine_), 0);
+    }
   }
   // `regions` regions of 16 chunks (or until the pool moved a worker).
-  void run_regions(Seats& s, int regions, bool until_spread) {
+  void run_regions(WhereChunksRan& s, int regions, bool until_spread) {
     s.cpu = cpu_;
     for (int r = 0; r < regions && !(until_spread && cpu::pool_stats().spreads > 0); ++r)
-      cpu::pool_api()->parallel_for(16, 1, 8, &Seats::body, &s);
+      cpu::pool_api()->parallel_for(16, 1, 8, &WhereChunksRan::body, &s);
   }
   int cpu_ = 0;
   cpu_set_t mine_{};
@@ -183,13 +187,13 @@ class PoolStacking : public ::testing::Test {
 TEST_F(PoolStacking, AWorkerStackedOnTheCallersCpuIsMovedOffIt) {
   stack(true);
   if (IsSkipped() || HasFatalFailure()) return;
-  Seats s;
+  WhereChunksRan s;
   run_regions(s, 400, true);  // a bounded number of regions, not a duration
   ASSERT_GT(cpu::pool_stats().spreads, 0u) << "the worker ran on the caller's CPU in " << s.worker_chunks_on[0].load()
                                            << " chunks and was never moved";
   // Moved off the caller's CPU (into the process's CPUs less that one): from
   // now on the worker runs beside this thread, not instead of it.
-  Seats after;
+  WhereChunksRan after;
   run_regions(after, 50, false);
   EXPECT_GT(after.worker_chunks.load(), 0);
   EXPECT_EQ(after.worker_chunks_on[0].load(), 0) << "the worker still ran on the caller's CPU " << cpu_;
@@ -198,7 +202,7 @@ TEST_F(PoolStacking, AWorkerStackedOnTheCallersCpuIsMovedOffIt) {
 TEST_F(PoolStacking, WithSpreadOffAStackedWorkerStaysWhereItIs) {
   stack(false);
   if (IsSkipped() || HasFatalFailure()) return;
-  Seats s;
+  WhereChunksRan s;
   run_regions(s, 100, false);
   EXPECT_EQ(cpu::pool_stats().spreads, 0u);
   EXPECT_EQ(s.worker_chunks_on[1].load(), 0) << "the worker left CPU " << cpu_ << " though TC_POOL_SPREAD=0";

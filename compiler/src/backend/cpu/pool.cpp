@@ -40,7 +40,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <vector>
 #include <mutex>
 #include <thread>
 
@@ -58,8 +57,8 @@ constexpr int kEpochShift = 40;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kEpochShift) - 1;
 constexpr uint64_t kEpochLimit = uint64_t{1} << 24;
 // A worker's spin after a region: starts at kSpinStartNs, adapts in
-// [kSpinMinNs, kSpinMaxNs]. The caller spins this long for claimed chunks
-// before yielding its core to them.
+// [kSpinMinNs, kSpinMaxNs]. The caller spins kCallerSpinNs for claimed
+// chunks before it sleeps until they are done.
 constexpr int64_t kSpinMinNs = 4'000, kSpinStartNs = 32'000, kSpinMaxNs = 256'000;
 constexpr int64_t kCallerSpinNs = 50'000;
 constexpr int kStackedRegions = 3;
@@ -127,7 +126,7 @@ class Pool {
       body(ctx, 0, n);
       return;
     }
-    std::call_once(started_, [this] { start_workers(); });
+    ensure_started();
     parallel_.fetch_add(1, std::memory_order_relaxed);
     // Epochs alternate slots: 1, 2, ..., kEpochLimit - 1, then 2 (even after odd).
     epoch_ = epoch_ + 1 >= kEpochLimit ? 2 : epoch_ + 1;
@@ -177,7 +176,7 @@ class Pool {
   }
 
   bool pin_workers(int cpu) {
-    std::call_once(started_, [this] { start_workers(); });
+    ensure_started();
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
@@ -229,21 +228,25 @@ class Pool {
   // After region e (the caller's thread): a worker that ran on the caller's
   // CPU kStackedRegions regions in a row is asked off it (see the top).
   void unstack(uint64_t e) {
-    int me = ::sched_getcpu();
+    const int me = ::sched_getcpu();
+    auto here = [&](const Seat& s) {
+      return s.epoch.load(std::memory_order_acquire) == e && s.cpu.load(std::memory_order_relaxed) == me;
+    };
     bool stacked = false;
-    for (int t = 1; t < threads_ && !stacked; ++t)
-      stacked = seats_[t].epoch.load(std::memory_order_acquire) == e && seats_[t].cpu.load(std::memory_order_relaxed) == me;
+    for (int t = 1; t < threads_ && !stacked; ++t) stacked = here(seats_[t]);
     stacked_ = stacked ? stacked_ + 1 : 0;
     if (stacked_ < kStackedRegions || me < 0 || me >= CPU_SETSIZE) return;
     stacked_ = 0;
     cpu_set_t set = allowed_;
     CPU_CLR(me, &set);
     if (CPU_COUNT(&set) == 0) return;  // the process may run on this CPU alone
-    for (int t = 1; t < threads_; ++t) {
-      Seat& s = seats_[t];
-      if (s.epoch.load(std::memory_order_acquire) != e || s.cpu.load(std::memory_order_relaxed) != me) continue;
-      if (::pthread_setaffinity_np(s.handle, sizeof set, &set) == 0) spreads_.fetch_add(1, std::memory_order_relaxed);
-    }
+    for (int t = 1; t < threads_; ++t)
+      if (here(seats_[t]) && ::pthread_setaffinity_np(seats_[t].handle, sizeof set, &set) == 0)
+        spreads_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void ensure_started() {
+    std::call_once(started_, [this] { start_workers(); });
   }
 
   void start_workers() {

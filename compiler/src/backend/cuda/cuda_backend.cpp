@@ -307,11 +307,14 @@ class CudaBackend final : public Backend {
     };
     // Not there: looked at again under the key's lock, where another
     // process's compile of it (a rank of the same job) has finished; only
-    // the first compiles. The lock ends with this scope.
+    // the first compiles (as the CPU code cache does).
     std::optional<cpu::CacheKeyLock> lock;
-    if (!cached()) lock.emplace(dir + "/" + base + ".lock");
-    if (lock && cached()) lock.reset();
-    if (!lock) {
+    bool hit = cached();
+    if (!hit) {
+      lock.emplace(dir + "/" + base + ".lock");
+      hit = cached();
+    }
+    if (hit) {
       out.disk_hit = true;
     } else {
       write_in(dir, base + ".cu", cp.source);
