@@ -178,6 +178,28 @@ TEST(CompiledStore, UnknownDeviceIsRefusedInOneLine) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+// TC_GEMM picks the kernel of the compiled products: an unknown word stops
+// the program at its first compiled step with one line, and BLAS's products
+// and tc's own train to the same losses (the op table checks each product
+// against eager; this is the whole step, updates fused into products included).
+TEST(CompiledStore, TheProductKernelIsChosenByTcGemm) {
+  TempDir dir;
+  const std::vector<std::string> argv{bin("tc-test-compile"), "--batches", "8,8,8", "--momentum", "0"};
+  auto bad = tc::test::run(argv, {{"TC_GEMM", "sse9"}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("tc: TC_GEMM=sse9: unknown matrix-product kernel; use avx512, avx2 or blas, or unset it\n"),
+            std::string::npos)
+      << bad.err;
+  auto blas = tc::test::run(argv, {{"TC_GEMM", "blas"}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  auto own = tc::test::run(argv, {{"TC_GEMM", ""}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+  ASSERT_EQ(blas.code, 0) << blas.err;
+  ASSERT_EQ(own.code, 0) << own.err;
+  auto a = losses(own.out), b = losses(blas.out);
+  ASSERT_EQ(a.size(), 3u) << own.out;
+  ASSERT_EQ(b.size(), 3u) << blas.out;
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << "step " << i;
+}
+
 // While recording, every kernel of every compiled graph is described once
 // (kernels) and timed on every execution (kernel_executions), inside its
 // execution; the machine's ceilings are recorded once.

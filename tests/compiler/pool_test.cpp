@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/cpu/pool.h"  // compiler/src
+#include "backend/cpu/runtime_api.h"  // compiler/src
 
 namespace cpu = tc::detail::cpu;
 
@@ -36,12 +36,12 @@ struct Coverage {
   }
 };
 
-void run(Coverage& c, int64_t grain, int32_t cpt) { cpu::pool_api()->parallel_for(c.n, grain, cpt, &Coverage::body, &c); }
+void run(Coverage& c, int64_t grain, int32_t cpt) { cpu::runtime_api()->parallel_for(c.n, grain, cpt, &Coverage::body, &c); }
 
 }  // namespace
 
 TEST(Pool, EveryIterationRunsExactlyOnce) {
-  ASSERT_EQ(cpu::pool_api()->version, cpu::kPoolApiVersion);
+  ASSERT_EQ(cpu::runtime_api()->version, cpu::kRuntimeApiVersion);
   for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
     for (int64_t grain : {int64_t{1}, int64_t{64}}) {
       for (int32_t cpt : {1, 4}) {
@@ -175,7 +175,7 @@ class PoolStacking : public ::testing::Test {
   void run_regions(WhereChunksRan& s, int regions, bool until_spread) {
     s.cpu = cpu_;
     for (int r = 0; r < regions && !(until_spread && cpu::pool_stats().spreads > 0); ++r)
-      cpu::pool_api()->parallel_for(16, 1, 8, &WhereChunksRan::body, &s);
+      cpu::runtime_api()->parallel_for(16, 1, 8, &WhereChunksRan::body, &s);
   }
   int cpu_ = 0;
   cpu_set_t mine_{};

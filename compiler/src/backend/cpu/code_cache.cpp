@@ -34,7 +34,7 @@
 #include "../../events.h"
 #include "../../random.h"
 #include "cpu.h"
-#include "pool.h"
+#include "runtime_api.h"
 #include "sha256.h"
 #include "tc/error.h"
 
@@ -439,11 +439,11 @@ Built build_and_load(const std::string& source, int64_t graph_id, int parts) {
   }
   b.fn = reinterpret_cast<RunFn>(::dlsym(handle, "tc_run"));
   if (!b.fn) throw Error("tc: " + so + " has no tc_run (source at " + b.source_path + ")");
-  // Its loops run on the process's pool (pool.h).
-  using SetPool = int (*)(const tc_pool_api*);
-  auto set_pool = reinterpret_cast<SetPool>(::dlsym(handle, "tc_set_pool"));
-  if (!set_pool || set_pool(pool_api()) != 0)
-    throw Error("tc: " + so + " does not take tc's thread pool (source at " + b.source_path + ")");
+  // Its loops run on the process's pool, its products on tc's sgemm (runtime_api.h).
+  using SetRuntime = int (*)(const tc_runtime_api*);
+  auto set_runtime = reinterpret_cast<SetRuntime>(::dlsym(handle, "tc_set_runtime"));
+  if (!set_runtime || set_runtime(runtime_api()) != 0)
+    throw Error("tc: " + so + " does not take tc's runtime table (source at " + b.source_path + ")");
   // A graph with collectives calls back into the runtime (collective.h).
   using SetHost = int (*)(const tc_host_api*);
   if (auto set_host = reinterpret_cast<SetHost>(::dlsym(handle, "tc_set_host")); set_host && set_host(host_api()) != 0)

@@ -1,6 +1,6 @@
 // The C++ dialect of the kernel IR: plain loops the host compiler vectorizes,
 // split across cores by tc's own pool (pool.h: tc_par hands a loop's
-// iterations out in chunks), cblas_sgemm for matrix products.
+// iterations out in chunks), tc's sgemm (gemm.h) for matrix products.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -35,21 +35,31 @@ constexpr const char* kPreamble = R"(#include <cmath>
 #include <type_traits>
 extern "C" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int,
                             float, float*, int);
-// tc's thread pool (compiler/src/backend/cpu/pool.h; the same layout): set by
-// tc_set_pool when the object is loaded; without it every loop runs alone.
+// tc's runtime (compiler/src/backend/cpu/runtime_api.h; the same layout):
+// set by tc_set_runtime when the object is loaded; without it every loop
+// runs alone and products go to cblas_sgemm.
 extern "C" {
 typedef void (*tc_body_fn)(void*, int64_t, int64_t);
-struct tc_pool_api { int32_t version; int32_t threads; void (*parallel_for)(int64_t, int64_t, int32_t, tc_body_fn, void*); };
-extern __attribute__((visibility("hidden"))) const tc_pool_api* tc_pool_ptr;
+typedef void (*tc_sgemm_fn)(int, int, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+                            int64_t);
+struct tc_runtime_api { int32_t version; int32_t threads; void (*parallel_for)(int64_t, int64_t, int32_t, tc_body_fn, void*); tc_sgemm_fn sgemm; };
+extern __attribute__((visibility("hidden"))) const tc_runtime_api* tc_rt;
 }
 namespace {
 // Runs f(lo, hi) over [0, n) on the pool: chunks of at least `grain`
 // iterations, about `cpt` chunks per thread.
 template <class F> inline void tc_par(int64_t n, int64_t grain, int cpt, F&& f) {
-  const tc_pool_api* pool = tc_pool_ptr;
-  if (pool == nullptr || n <= grain) { f((int64_t)0, n); return; }
+  const tc_runtime_api* rt = tc_rt;
+  if (rt == nullptr || n <= grain) { f((int64_t)0, n); return; }
   using Fn = std::remove_reference_t<F>;
-  pool->parallel_for(n, grain, cpt, [](void* c, int64_t lo, int64_t hi) { (*static_cast<Fn*>(c))(lo, hi); }, (void*)&f);
+  rt->parallel_for(n, grain, cpt, [](void* c, int64_t lo, int64_t hi) { (*static_cast<Fn*>(c))(lo, hi); }, (void*)&f);
+}
+// Row-major C = alpha op(A) op(B) + beta C on one thread (gemm.h's contract).
+inline void tc_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                    int64_t ldb, float beta, float* c, int64_t ldc) {
+  const tc_runtime_api* rt = tc_rt;
+  if (rt) { rt->sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }
+  cblas_sgemm(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 inline uint64_t tc_mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -183,11 +193,10 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
       const int64_t first = grad ? 0 : task % nb, last = grad ? nb : first + 1;
       for (int64_t blk = first; blk < last; ++blk) {
         const int64_t i0 = blk * tc_attn_block, qb = T - i0 < tc_attn_block ? T - i0 : tc_attn_block;
-        cblas_sgemm(101, 111, 112, (int)qb, (int)T, (int)Dh, scale, q + i0 * ld, (int)ld, k, (int)ld, 0.0f, s, (int)T);
+        tc_gemm(0, 1, qb, T, Dh, scale, q + i0 * ld, ld, k, ld, 0.0f, s, T);
         tc_softmax_rows(s, qb, T, mb);
         if (!grad) {
-          cblas_sgemm(101, 111, 111, (int)qb, (int)Dh, (int)T, 1.0f, s, (int)T, v, (int)ld, 0.0f,
-                      out + (b * T + i0) * D + h * Dh, (int)D);
+          tc_gemm(0, 0, qb, Dh, T, 1.0f, s, T, v, ld, 0.0f, out + (b * T + i0) * D + h * Dh, D);
           continue;
         }
         const float* go = d_o + (b * T + i0) * D + h * Dh;
@@ -196,8 +205,8 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
         float* dk = dq + D;
         float* dv = dq + 2 * D;
         const float beta = blk == 0 ? 0.0f : 1.0f;
-        cblas_sgemm(101, 112, 111, (int)T, (int)Dh, (int)qb, 1.0f, s, (int)T, go, (int)D, beta, dv, (int)ld);
-        cblas_sgemm(101, 111, 112, (int)qb, (int)T, (int)Dh, 1.0f, go, (int)D, v, (int)ld, 0.0f, dp, (int)T);
+        tc_gemm(1, 0, T, Dh, qb, 1.0f, s, T, go, D, beta, dv, ld);
+        tc_gemm(0, 1, qb, T, Dh, 1.0f, go, D, v, ld, 0.0f, dp, T);
         for (int64_t i = 0; i < qb; ++i) {
           float di = 0;
           for (int64_t j = 0; j < Dh; ++j) di += go[i * D + j] * oo[i * D + j];
@@ -207,8 +216,8 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
           if (mb)
             for (int64_t j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
         }
-        cblas_sgemm(101, 111, 111, (int)qb, (int)Dh, (int)T, scale, dp, (int)T, k, (int)ld, 0.0f, dq + i0 * ld, (int)ld);
-        cblas_sgemm(101, 112, 111, (int)T, (int)Dh, (int)qb, scale, dp, (int)T, q + i0 * ld, (int)ld, beta, dk, (int)ld);
+        tc_gemm(0, 0, qb, Dh, T, scale, dp, T, k, ld, 0.0f, dq + i0 * ld, ld);
+        tc_gemm(1, 0, T, Dh, qb, scale, dp, T, q + i0 * ld, ld, beta, dk, ld);
       }
     }
     std::free(s);
@@ -335,7 +344,7 @@ class CppEmitter {
     os << "#ifndef TC_PART\n#define TC_IN(part) 1\n#else\n#define TC_IN(part) (TC_PART == (part))\n#endif\n";
     // noipa: each kernel stays opaque to tc_run. With GCC 12's
     // interprocedural analysis (modref + __restrict) in one translation
-    // unit, the call of a kernel whose output a later cblas_sgemm reads was
+    // unit, the call of a kernel whose output a later product reads was
     // deleted as dead (dropout-masked activations were never written; wrong
     // gradients, issue 4). -O0 and noipa both keep every call.
     os << "#define TC_KERNEL __attribute__((noipa, visibility(\"hidden\")))\n";
@@ -366,8 +375,8 @@ class CppEmitter {
     if (open >= 0) os << "#endif\n";
     // t == nullptr: untimed (one branch per execution); else t[2k], t[2k+1]
     // get kernel k's begin and end from `now`, the recording clock.
-    os << "#if TC_IN(0)\nextern \"C\" const tc_pool_api* tc_pool_ptr = nullptr;\n"
-       << "extern \"C\" int tc_set_pool(const tc_pool_api* p) { if (p && p->version != 1) return 1; tc_pool_ptr = p; return 0; }\n"
+    os << "#if TC_IN(0)\nextern \"C\" const tc_runtime_api* tc_rt = nullptr;\n"
+       << "extern \"C\" int tc_set_runtime(const tc_runtime_api* r) { if (r && r->version != 2) return 1; tc_rt = r; return 0; }\n"
        << (collectives ? "extern \"C\" const tc_host_api* tc_host_ptr = nullptr;\n"
                          "extern \"C\" int tc_set_host(const tc_host_api* h) { if (h && h->version != 1) return 1; tc_host_ptr = h; return 0; }\n"
                        : "")
@@ -683,9 +692,10 @@ class CppEmitter {
           oc += " + " + v + " * " + std::to_string(cs) + "LL";
           cs *= k.batch[d];
         }
-        // BLAS runs single-threaded here (the runtime sets it around tc_run):
-        // the pool splits the work, over the batch of products when there is
-        // one, else over the larger of M and N in blocks of 16.
+        // tc_gemm runs on one thread: the pool splits the work, over the
+        // batch of products when there is one, else over the larger of M and
+        // N, in blocks of 16 rows or 32 columns (whole tiles of gemm.h's
+        // kernels: 8 or 6 rows, 32 or 16 columns).
         os << "  const float alpha = (float)(" << literal_d(k.alpha_scale);
         if (k.alpha_buf >= 0) os << " * (double)p" << k.alpha_buf << "[0]";
         os << ");\n";
@@ -694,7 +704,7 @@ class CppEmitter {
         for (int64_t b : k.batch) nb *= b, batch_loops += b != 1;
         bool parallel = 2.0 * static_cast<double>(mn) * static_cast<double>(k.K) * static_cast<double>(nb) >= kParallelGemmFlops;
         auto call = [&](const std::string& m, const std::string& n, const std::string& a, const std::string& b, const std::string& c) {
-          os << "    cblas_sgemm(101, " << (k.ta ? 112 : 111) << ", " << (k.tb ? 112 : 111) << ", " << m << ", " << n << ", "
+          os << "    tc_gemm(" << (k.ta ? 1 : 0) << ", " << (k.tb ? 1 : 0) << ", " << m << ", " << n << ", "
              << k.K << ", alpha, p" << k.a_buf << " + (" << a << "), " << (k.ta ? k.M : k.K) << ", p" << k.b_buf << " + (" << b
              << "), " << (k.tb ? k.K : k.N) << ", " << (k.accumulate ? "1.0f" : "0.0f") << ", " << out << " + (" << c << "), "
              << k.N << ");\n";
@@ -716,11 +726,12 @@ class CppEmitter {
         }
         bool split_n = k.N >= k.M;
         int64_t extent = split_n ? k.N : k.M;
-        // Blocks of 16 rows or columns, about two pieces per thread.
-        int64_t blocks = (extent + 15) / 16;
+        // About two pieces per thread.
+        const int64_t unit = split_n ? 32 : 16, blocks = (extent + unit - 1) / unit;
         os << "  tc_par(" << blocks << "LL, 1LL, 2, [&](int64_t lo_, int64_t hi_) {\n";
         declare(os, p, k);
-        os << "    const int64_t s0 = lo_ * 16, s1 = hi_ * 16 < " << extent << "LL ? hi_ * 16 : " << extent << "LL;\n"
+        os << "    const int64_t s0 = lo_ * " << unit << ", s1 = hi_ * " << unit << " < " << extent << "LL ? hi_ * " << unit
+           << " : " << extent << "LL;\n"
            << "    if (s0 < s1)\n  ";
         if (split_n)
           call(std::to_string(k.M), "s1 - s0", "0", k.tb ? "s0 * " + std::to_string(k.K) + "LL" : "s0", "s0");

@@ -1,7 +1,5 @@
 // The CPU backend: host memory, C++ code built by the system compiler, run
 // on the host's cores with one thread pool.
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -11,6 +9,8 @@
 
 #include "../backend.h"
 #include "cpu.h"
+#include "gemm.h"
+#include "runtime_api.h"
 
 namespace tc::detail::cpu {
 namespace {
@@ -55,34 +55,6 @@ class BlockCache {
 };
 
 std::size_t block_size(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64; }
-
-// One thread pool: generated code splits matrix products over tc's pool
-// (pool.h), so BLAS runs single-threaded inside them. Two pools (then
-// OpenMP's spinning workers and OpenBLAS's) on a 2-core machine took the
-// cores from each other (MLP step 3.9 ms vs 2.6 ms with one pool).
-struct BlasThreads {
-  using Set = void (*)(int);
-  using Get = int (*)();
-  Set set = reinterpret_cast<Set>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  Get get = reinterpret_cast<Get>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-};
-
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() {
-    if (blas().set && blas().get && (saved_ = blas().get()) != 1) blas().set(1);
-  }
-  ~SingleThreadedBlas() {
-    if (saved_ > 1) blas().set(saved_);
-  }
-
- private:
-  static const BlasThreads& blas() {
-    static const BlasThreads b;
-    return b;
-  }
-  int saved_ = 0;
-};
 
 class CpuExecutable final : public Executable {
  public:
@@ -141,7 +113,19 @@ class CpuBackend final : public Backend {
   BlockCache blocks_;
 };
 
+void runtime_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                   int64_t ldb, float beta, float* c, int64_t ldc) {
+  sgemm(ta != 0, tb != 0, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace
+
+const tc_runtime_api* runtime_api() {
+  (void)gemm_kernel();  // a TC_GEMM this CPU cannot honour is refused here, before anything runs
+  static const tc_runtime_api api = {kRuntimeApiVersion, static_cast<int32_t>(pool_threads()), &pool_parallel_for,
+                                     &runtime_sgemm};
+  return &api;
+}
 
 Backend* make_backend(std::string*) {
   static auto* b = new CpuBackend;  // never destroyed: buffers may outlive static destruction

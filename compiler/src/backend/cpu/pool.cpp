@@ -322,15 +322,10 @@ Pool& pool() {
   return *p;
 }
 
-void pool_parallel_for(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx) {
-  pool().parallel_for(n, grain, chunks_per_thread, body, ctx);
-}
-
 }  // namespace
 
-const tc_pool_api* pool_api() {
-  static const tc_pool_api api = {kPoolApiVersion, static_cast<int32_t>(pool().threads()), &pool_parallel_for};
-  return &api;
+void pool_parallel_for(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx) {
+  pool().parallel_for(n, grain, chunks_per_thread, body, ctx);
 }
 
 int pool_threads() { return pool().threads(); }

@@ -30,31 +30,22 @@
 
 #include <cstdint>
 
-extern "C" {
-// The interface generated code sees (declared again, identically, in the
-// generated preamble; `version` guards the layout). body(ctx, lo, hi) runs
-// iterations [lo, hi). parallel_for returns when all of [0, n) ran.
-typedef void (*tc_body_fn)(void* ctx, int64_t lo, int64_t hi);
-struct tc_pool_api {
-  int32_t version;  // kPoolApiVersion
-  int32_t threads;  // the caller included
-  // chunks_per_thread: how finely [0, n) is cut (1: one piece per thread,
-  // like a static schedule; 4: finer, for balance); grain: the smallest
-  // chunk worth splitting off.
-  void (*parallel_for)(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx);
-};
-}
+// body(ctx, lo, hi) runs iterations [lo, hi).
+extern "C" typedef void (*tc_body_fn)(void* ctx, int64_t lo, int64_t hi);
 
 namespace tc::detail::cpu {
 
-inline constexpr int32_t kPoolApiVersion = 1;
+// Runs body over [0, n) on the process's pool and returns when all of it
+// ran. chunks_per_thread: how finely [0, n) is cut (1: one piece per thread,
+// like a static schedule; 4: finer, for balance); grain: the smallest chunk
+// worth splitting off. The pool starts on first use with pool_threads()
+// threads and is never destroyed (workers are detached at exit). Generated
+// code reaches it through the runtime table (runtime_api.h).
+void pool_parallel_for(int64_t n, int64_t grain, int32_t chunks_per_thread, tc_body_fn body, void* ctx);
 
-// The process's pool, started on first use with threads() threads: TC_NUM_THREADS,
-// else OMP_NUM_THREADS (the variable users already set), else the CPUs this
-// process may run on. Never destroyed (workers are detached at exit).
-const tc_pool_api* pool_api();
-
-// Its thread count without starting it.
+// The pool's thread count, the caller included, without starting it:
+// TC_NUM_THREADS, else OMP_NUM_THREADS (the variable users already set),
+// else the CPUs this process may run on.
 int pool_threads();
 
 // Counters for tests and benchmarks: regions run in parallel, regions run

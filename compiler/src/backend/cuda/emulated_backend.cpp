@@ -213,7 +213,7 @@ extern "C" int tc_emu_launch(int function, int64_t grid, int block, int barriers
   return 0;
 }
 extern "C" int tc_run(void* const*, uint64_t*, uint64_t (*)(void)) { return 1; }
-extern "C" int tc_set_pool(const void*) { return 0; }
+extern "C" int tc_set_runtime(const void*) { return 0; }
 #ifdef TC_KEY
 extern "C" const char tc_built_for[] = TC_KEY;
 #endif
