@@ -281,7 +281,8 @@ void stop(pid_t pid) {
 // beside a busy neighbour (alternating, so slow drift hits both alike).
 // Columns: medians over rounds of each run's median step, the largest step
 // of any busy run, the mean of the busy runs' mean steps, and the ratios the
-// targets are stated in (busy median / quiet median, busy max / busy median).
+// targets are stated in (busy median / quiet median, busy max / busy median);
+// then the floor a fair scheduler puts under tc's busy step.
 int contention_table(const std::string& model, const std::vector<Contender>& cs, int rounds, int steps) {
   int failures = 0;
   std::vector<std::vector<ChildResult>> quiet(cs.size()), busy(cs.size());
@@ -307,6 +308,7 @@ int contention_table(const std::string& model, const std::vector<Contender>& cs,
               model.c_str(), ::sysconf(_SC_NPROCESSORS_ONLN), rounds, steps);
   std::printf("%-16s %-18s %10s %10s %10s %10s %10s %12s %14s\n", "contender", "threads", "quiet", "quiet max", "busy",
               "busy mean", "busy max", "busy/quiet", "max/busy med");
+  std::map<std::string, double> quiet_median;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     std::vector<double> q, qmax, bm, bmean;
     double bmax = NAN;
@@ -321,6 +323,16 @@ int contention_table(const std::string& model, const std::vector<Contender>& cs,
     std::printf("%-16s %-18s %10s %10s %10s %10s %10s %12s %14s\n", cs[i].name.c_str(), cs[i].threads.c_str(),
                 fmt(qm, "%.3f").c_str(), fmt(qmx, "%.3f").c_str(), fmt(bmed, "%.3f").c_str(), fmt(median(bmean), "%.3f").c_str(),
                 fmt(bmax, "%.3f").c_str(), fmt(bmed / qm, "%.2fx").c_str(), fmt(bmax / bmed, "%.2fx").c_str());
+    quiet_median[cs[i].name] = qm;
+  }
+  // With one spinner, a fair scheduler gives tc's n threads on n cores n * n / (n + 1)
+  // cores, so its busy step is at least the one-thread step times (n + 1) / n^2.
+  const double n = static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (quiet_median.count("tc compiled") && quiet_median.count("tc 1 thread") && n > 1) {
+    const double t1 = quiet_median["tc 1 thread"], tn = quiet_median["tc compiled"];
+    std::printf("fair-share floor of tc compiled beside the spinner: %.3f ms = %.2fx its quiet step (one thread %.3f ms, "
+                "%.2fx slower than %g)\n",
+                t1 * (n + 1) / (n * n), t1 * (n + 1) / (n * n) / tn, t1, t1 / tn, n);
   }
   std::fflush(stdout);
   return failures;
@@ -350,7 +362,8 @@ int main(int argc, char** argv) {
   app.add_option("--neighbour", neighbour,
                  "busy: the contention table instead: each contender runs every round once alone and once beside a "
                  "process spinning on one core (while true), and the table shows the quiet and busy medians, the busy "
-                 "max step and their ratios")
+                 "max step and their ratios; tc also runs on one thread, for the floor a fair scheduler puts under "
+                 "its busy step")
       ->check(CLI::IsMember({"busy"}));
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
   app.add_flag("--recording", recording,
@@ -405,6 +418,10 @@ int main(int argc, char** argv) {
     cs.push_back({"tc compiled", "pool 2, BLAS 2", {self, "--child", "tc", "--model", model, "--steps", st, "--seq", sq},
                   {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}, {"TC_CACHE_DIR", cold.string()}},
                   cold.string()});
+    // Beside a neighbour, tc on one thread too: the fair-share floor of the busy step (contention_table).
+    if (!neighbour.empty())
+      cs.push_back({"tc 1 thread", "pool 1", {self, "--child", "tc", "--model", model, "--steps", st, "--seq", sq},
+                    {{"TC_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"TC_CACHE_DIR", cold.string()}}});
     cs.push_back({"tc eager", "OMP 2, BLAS 2", {self, "--child", "tc-eager", "--model", model, "--steps", st, "--seq", sq},
                   {{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}});
     if (have_torch) {

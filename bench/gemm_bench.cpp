@@ -42,22 +42,6 @@ const Shape kShapes[] = {
     {"square 384", false, false, 384, 384, 384},
 };
 
-struct Product {
-  cpu::GemmKernel kernel;
-  Shape s;
-  const float *a, *b;
-  float* c;
-  int64_t lda, ldb;
-  // Columns [lo, hi) in units of 32, as generated code splits a product.
-  static void columns(void* self, int64_t lo, int64_t hi) {
-    auto* p = static_cast<Product*>(self);
-    const int64_t j0 = lo * 32, j1 = std::min(hi * 32, p->s.n);
-    if (j0 < j1)
-      cpu::sgemm_on(p->kernel, p->s.ta, p->s.tb, p->s.m, j1 - j0, p->s.k, 1.0f, p->a, p->lda, p->b + (p->s.tb ? j0 * p->ldb : j0),
-                    p->ldb, 0.0f, p->c + j0, p->s.n);
-  }
-};
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -99,12 +83,9 @@ int main(int argc, char** argv) {
       std::vector<std::vector<double>> rates(kernels.size());
       for (int r = 0; r < rounds; ++r)
         for (std::size_t i = 0; i < kernels.size(); ++i) {
-          Product p{kernels[i], s, a.data(), b.data(), c.data(), lda, ldb};
           auto once = [&] {
-            if (parallel)
-              cpu::pool_parallel_for((s.n + 31) / 32, 1, 2, &Product::columns, &p);
-            else
-              Product::columns(&p, 0, (s.n + 31) / 32);
+            (parallel ? cpu::parallel_sgemm_on : cpu::sgemm_on)(kernels[i], s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda,
+                                                                 b.data(), ldb, 0.0f, c.data(), s.n);
           };
           once();
           auto t0 = std::chrono::steady_clock::now();

@@ -153,6 +153,19 @@ TEST_P(Gemm, BlasConventionsForZeroAlphaBetaAndDepth) {
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
+// Split over the pool by columns as generated code splits a product (the
+// roofline probe and tc-bench-gemm): the last unit short, B transposed or not.
+TEST_P(Gemm, SplitOverThePoolByColumns) {
+  for (bool tb : {false, true}) {
+    Case c{false, tb, 70, 200, 90, 1.5f, 0.5f, 2};
+    Operands o(c, 5);
+    std::vector<float> out = o.c;
+    ASSERT_TRUE(cpu::parallel_sgemm_on(GetParam(), c.ta, c.tb, c.m, c.n, c.k, c.alpha, o.a.data(), o.lda, o.b.data(), o.ldb,
+                                       c.beta, out.data(), o.ldc));
+    EXPECT_TRUE(matches(c, o, out)) << describe(c);
+  }
+}
+
 // Each thread packs into its own buffer: products of different widths at once.
 TEST_P(Gemm, ThreadsAtOnce) {
   std::vector<::testing::AssertionResult> results(4, ::testing::AssertionSuccess());

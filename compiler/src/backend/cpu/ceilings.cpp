@@ -17,7 +17,6 @@
 
 #include "cpu.h"
 #include "gemm.h"
-#include "pool.h"
 
 namespace tc::detail::cpu {
 namespace {
@@ -29,21 +28,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Best of a few timed batches of 384^3 products (large enough for the
 // blocked kernel's peak, small enough to keep the calibration short), each
 // split by columns over the pool as generated code splits its products.
-double sgemm_gflops() {
-  const int64_t n = 384, unit = 32;
+double sgemm_gflops(GemmKernel kernel) {
+  const int64_t n = 384;
   std::vector<float> a(static_cast<std::size_t>(n * n), 0.5f), b(a.size(), 0.25f), c(a.size(), 0.0f);
-  struct Product {
-    const float *a, *b;
-    float* c;
-    int64_t n, unit;
-    static void columns(void* self, int64_t lo, int64_t hi) {
-      auto* p = static_cast<Product*>(self);
-      const int64_t j0 = lo * p->unit, j1 = std::min(hi * p->unit, p->n);
-      sgemm(false, false, p->n, j1 - j0, p->n, 1.0f, p->a, p->n, p->b + j0, p->n, 0.0f, p->c + j0, p->n);
-    }
-  } product{a.data(), b.data(), c.data(), n, unit};
-  SingleThreadedBlas one;  // as in a compiled graph, where the kernel is BLAS
-  auto once = [&] { pool_parallel_for(n / unit, 1, 2, &Product::columns, &product); };
+  SingleThreadedBlas one;  // as in a compiled graph, where the kernel may be BLAS
+  auto once = [&] {
+    parallel_sgemm_on(kernel, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
   once();  // warm up
   double best = 0;
   for (int trial = 0; trial < 3; ++trial) {
@@ -101,14 +92,16 @@ bool read_cached(const std::string& path, Measured& m) {
 
 Measured measure_ceilings() {
   std::string path;
+  GemmKernel kernel = GemmKernel::blas;
   try {
-    path = cache_directory() + "/ceilings2-" + machine_key() + "-" + gemm_kernel_name(gemm_kernel()) + ".txt";
+    kernel = gemm_kernel();
+    path = cache_directory() + "/ceilings2-" + machine_key() + "-" + gemm_kernel_name(kernel) + ".txt";
   } catch (...) {
     path.clear();  // no usable cache directory: measure every time (the build will say why)
   }
   Measured m;
   if (!path.empty() && read_cached(path, m)) return m;
-  m = {sgemm_gflops(), copy_gbps(), false};
+  m = {sgemm_gflops(kernel), copy_gbps(), false};
   if (!path.empty()) {
     char text[128];
     std::snprintf(text, sizeof text, "tc ceilings 1\ngflops %.3f\ngbps %.3f\n", m.gflops, m.gbps);

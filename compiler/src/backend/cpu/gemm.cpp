@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "pool.h"
 #include "tc/error.h"
 
 #if defined(__x86_64__)
@@ -199,6 +200,32 @@ bool sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (!gemm_kernel_available(kernel)) return false;
   run(kernel, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+bool parallel_sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!gemm_kernel_available(kernel)) return false;
+  struct Columns {
+    GemmKernel kernel;
+    bool ta, tb;
+    int64_t m, n, k;
+    float alpha;
+    const float* a;
+    int64_t lda;
+    const float* b;
+    int64_t ldb;
+    float beta;
+    float* c;
+    int64_t ldc;
+    static void run_units(void* self, int64_t lo, int64_t hi) {
+      const auto& p = *static_cast<const Columns*>(self);
+      const int64_t j0 = lo * 32, j1 = hi * 32 < p.n ? hi * 32 : p.n;
+      run(p.kernel, p.ta, p.tb, p.m, j1 - j0, p.k, p.alpha, p.a, p.lda, p.b + (p.tb ? j0 * p.ldb : j0), p.ldb, p.beta, p.c + j0,
+          p.ldc);
+    }
+  } columns{kernel, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  pool_parallel_for((n + 31) / 32, 1, 2, &Columns::run_units, &columns);
   return true;
 }
 

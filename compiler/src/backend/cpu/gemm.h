@@ -49,6 +49,12 @@ GemmKernel gemm_kernel();
 bool sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// sgemm_on split over the pool by columns in units of 32, as generated code
+// splits a product (the roofline probe and tc-bench-gemm); false when the
+// kernel is not available.
+bool parallel_sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 // Held while generated code runs: BLAS on one thread (the kernel may be
 // BLAS, and the pool already splits every product). Two pools on a 2-core
 // machine (then OpenMP's spinning workers and OpenBLAS's) took the cores
