@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tc needs that are missing (nothing when all are
 # there; TC_SETUP_EXTRA_PACKAGES names more), then configures and builds tc into $1 (default: build) with any
-# extra CMake arguments that follow. Run as root on Debian 12.
+# extra CMake arguments that follow: every target, or only those TC_BUILD_TARGETS names (scripts/demo.sh:
+# `demo`). Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,7 @@ packages=(
   libopenblas-dev libimgui-dev libglfw3-dev libstb-dev libgl-dev libgl1-mesa-dri libglx-mesa0
   xvfb xauth fortunes clang-14 libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
+  libsimdjson-dev nlohmann-json3-dev
 )
 # Callers may name more (scripts/bench-compiler.sh: the benchmark's peers).
 read -r -a extra <<<"${TC_SETUP_EXTRA_PACKAGES:-}"
@@ -34,4 +36,5 @@ build=${1:-build}
 shift || true
 if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-ninja -C "$build"
+read -r -a targets <<<"${TC_BUILD_TARGETS:-}"
+ninja -C "$build" "${targets[@]}"
