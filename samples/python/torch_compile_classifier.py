@@ -19,14 +19,12 @@ the traps tc diagnoses, each with the flag that fixes it:
 Run it under tc:  tc-profile -o run.tcdb -- python torch_compile_classifier.py
 """
 import argparse
-import os
-import random
-import sys
 
 import torch
 import torch.nn.functional as F
 
-from fortunes import FORTUNES, VOCAB, read_fortunes, tokenize  # noqa: E402  (this folder)
+import fortunes  # noqa: E402  (this folder)
+from fortunes import VOCAB  # noqa: E402
 
 
 class Classifier(torch.nn.Module):
@@ -45,46 +43,14 @@ class Classifier(torch.nn.Module):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", default=FORTUNES)
-    p.add_argument("--categories", default="definitions,people,politics,zippy")
-    p.add_argument("--examples", type=int, default=0, help="train on the first N shuffled quotes (0: all)")
-    p.add_argument("--batch-size", type=int, default=16)
+    fortunes.add_arguments(p)
     p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--pad-to", type=int, default=0, help="pad every batch to this length (the fix for dynamic padding)")
-    p.add_argument("--buckets", default="", help="pad each batch to the next of these lengths, e.g. 32,64,128")
-    p.add_argument("--drop-last", action="store_true", help="drop the short last batch")
     p.add_argument("--no-item", action="store_true", help="read the loss after the step, not inside it")
     p.add_argument("--dynamic", default="auto", choices=["auto", "false"], help="torch.compile(dynamic=...)")
     p.add_argument("--recompile-limit", type=int, default=0, help="torch._dynamo.config.recompile_limit (0: torch's)")
     p.add_argument("--backend", default="inductor")
-    p.add_argument("--dim", type=int, default=32)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--print-shapes", action="store_true", help="print each step's batch size and padded length")
     a = p.parse_args()
-
-    categories = [c for c in a.categories.split(",") if c]
-    data = []
-    for label, cat in enumerate(categories):
-        path = os.path.join(a.data_dir, cat)
-        try:
-            data += [(q, label) for q in read_fortunes(path)]
-        except OSError as e:
-            sys.exit(f"cannot read {path} ({e.strerror}; install Debian's `fortunes` package, or pass --data-dir)")
-    random.Random(a.seed).shuffle(data)
-    if a.examples:
-        data = data[: a.examples]
-    seqs = [tokenize(q, a.max_length) for q, _ in data]
-    labels = [l for _, l in data]
-    buckets = sorted(int(b) for b in a.buckets.split(",") if b)
-
-    def padded_length(longest):
-        if a.pad_to:
-            return a.pad_to
-        for b in buckets:
-            if longest <= b:
-                return b
-        return longest  # dynamic padding: the batch's longest quote
+    categories, seqs, labels = fortunes.load(a)
 
     if a.recompile_limit:
         torch._dynamo.config.recompile_limit = a.recompile_limit
@@ -100,29 +66,13 @@ def main():
         return loss, loss.item()  # reads the value back inside the step: a graph break
 
     losses = []
-    shapes = []
-    step = 0
-    for epoch in range(a.epochs):
-        for start in range(0, len(seqs), a.batch_size):
-            rows = seqs[start : start + a.batch_size]
-            if a.drop_last and len(rows) < a.batch_size:
-                break
-            length = padded_length(max(len(s) for s in rows))
-            token_ids = torch.zeros(len(rows), length, dtype=torch.long)
-            for i, s in enumerate(rows):
-                token_ids[i, : len(s)] = torch.tensor(s[:length])
-            targets = torch.tensor(labels[start : start + len(rows)])
-            shapes.append(f"{len(rows)}x{length}")
-            loss, value = loss_of(token_ids, targets)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.detach() if value is None else value)
-            step += 1
-    last = float(losses[-1]) if losses else float("nan")
-    if a.print_shapes:
-        print("shapes:", " ".join(shapes))
-    print(f"{step} steps, {len(seqs)} examples, batch {a.batch_size}, last loss {last:.4f}")
+    for rows, targets in fortunes.batches(a, seqs, labels, a.epochs):
+        loss, value = loss_of(torch.tensor(rows, dtype=torch.long), torch.tensor(targets))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach() if value is None else value)
+    fortunes.report(a, len(losses), len(seqs), float(losses[-1]) if losses else float("nan"))
 
 
 if __name__ == "__main__":
