@@ -19,6 +19,8 @@
 // "first step" is the wall time of the first training step from a cold code
 // cache: tracing plus compilation plus one execution (tc: passes, codegen,
 // g++ build; JAX: jit trace and XLA compile).
+#include "busy_neighbour.h"
+
 #include <CLI/CLI.hpp>
 #include <tc/tc.h>
 
@@ -260,23 +262,6 @@ std::string fmt(double v, const char* f = "%.2f") {
   return b;
 }
 
-// A neighbour that keeps one core busy (`while true`), the way a data loader
-// worker or a logger does; killed when the measurement is done.
-pid_t start_busy_neighbour() {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    volatile uint64_t n = 0;
-    for (;;) n = n + 1;
-  }
-  return pid;
-}
-
-void stop(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-}
-
 // The contention table: every round, each contender once alone and once
 // beside a busy neighbour (alternating, so slow drift hits both alike).
 // Columns: medians over rounds of each run's median step, the largest step
@@ -289,11 +274,11 @@ int contention_table(const std::string& model, const std::vector<Contender>& cs,
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < cs.size(); ++i) {
       for (int b = 0; b < 2; ++b) {
-        pid_t n = b ? start_busy_neighbour() : -1;
+        pid_t n = b ? tc_bench::start_busy_neighbour() : -1;
         std::string out;
         ChildResult cr;
         bool ok = run_child(cs[i], out) && parse_result(out, cr);
-        stop(n);
+        tc_bench::stop_busy_neighbour(n);
         if (!ok) {
           std::fprintf(stderr, "tc-bench-compiler: %s (%s) failed on %s, round %d%s\n", cs[i].name.c_str(), cs[i].threads.c_str(),
                        model.c_str(), r + 1, b ? ", busy" : "");

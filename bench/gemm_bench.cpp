@@ -1,5 +1,5 @@
 // tc-bench-gemm: GFLOP/s of tc's matrix-product kernels (compiler/src/backend/cpu/gemm.h)
-// against the BLAS tc links (cblas_sgemm), on the products of the README's
+// against the BLAS tc links (cblas_sgemm), on the products of the benchmarked
 // training steps, on one thread and split over the pool by columns as
 // generated code splits them. Each cell is the median of --rounds timed
 // batches; the kernels alternate within a round. OPENBLAS_CORETYPE picks
@@ -50,7 +50,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"GFLOP/s of tc's matrix-product kernels against the BLAS tc links, on the products of the README's "
+  CLI::App app{"GFLOP/s of tc's matrix-product kernels against the BLAS tc links, on the products of the benchmarked "
                "training steps: one thread, and split over tc's pool by columns. Kernels this CPU lacks are left out."};
   int rounds = 7;
   double batch_ms = 20;

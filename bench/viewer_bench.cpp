@@ -17,6 +17,8 @@
 //
 //   xvfb-run -a build/bin/tc-bench-viewer [--events 10000000] [--dir /tmp] [--load [--runs 3]]
 //   xvfb-run -a build/bin/tc-bench-viewer --ranks 4 --events 1000000
+#include "busy_neighbour.h"
+
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -129,22 +131,6 @@ LoadRun run_viewer_sampled(const std::string& cmd, bool loaded) {
   return r;
 }
 
-// A busy neighbour: a child process spinning on one CPU until killed.
-pid_t start_busy_neighbour() {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    volatile unsigned long x = 0;
-    for (;;) x = x + 1;
-  }
-  return pid;
-}
-
-void stop_busy_neighbour(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-}
-
 void print_load_row(const char* what, const LoadRun& r) {
   std::printf("%-14s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %8.1f\n", what, r.moved.median, r.moved.max, r.cpu,
               r.still.median, r.still.max, r.cpu_still, r.running, r.loadavg);
@@ -156,10 +142,10 @@ void load_table(const std::string& cmd, int runs) {
   std::vector<LoadRun> all;
   for (int i = 0; i < runs; ++i) {
     for (bool loaded : {false, true}) {
-      pid_t busy = loaded ? start_busy_neighbour() : 0;
+      pid_t busy = loaded ? tc_bench::start_busy_neighbour() : 0;
       if (loaded) std::this_thread::sleep_for(std::chrono::milliseconds(500));
       all.push_back(run_viewer_sampled(cmd, loaded));
-      stop_busy_neighbour(busy);
+      tc_bench::stop_busy_neighbour(busy);
     }
   }
   std::printf("\nzoomed-out frame, quiet vs one busy neighbour (ms; moved: the view changes every frame, "

@@ -3,7 +3,7 @@
 # tc compiled, tc eager, libtorch 1.13 (Debian's libtorch-dev, OpenBLAS
 # pthread), JAX jit, torch 2.15 eager and torch.compile (Inductor) on the CPU
 # (pip, in a virtual environment here: peers only, never dependencies of tc). Installs what is missing, builds
-# build-bench (Release, with libtorch) and prints the tables README quotes.
+# build-bench (Release, with libtorch) and prints the tables docs/performance.md quotes.
 # Arguments go to tc-bench-compiler (--rounds, --steps, --model, --seq,
 # --neighbour busy for the contention table).
 set -euo pipefail
