@@ -68,6 +68,16 @@ void findings_text(std::string& out, const Findings& a, const Findings& b) {
   if (kinds.empty()) out += "  none in either run\n";
 }
 
+// "a": {metric: value, ...}, "b": {...}: the two runs' `names`, each valued by value(run, name).
+template <class Run, class Names, class Value>
+void sides_json(Json& j, const Run& a, const Run& b, const Names& names, Value value) {
+  for (const auto& [side, r] : {std::pair<const char*, const Run*>{"a", &a}, {"b", &b}}) {
+    j.key(side).begin_object();
+    for (const char* m : names) j.field(m, value(*r, m));
+    j.end_object();
+  }
+}
+
 void findings_json(Json& j, const Findings& a, const Findings& b) {
   auto ka = by_kind(a), kb = by_kind(b);
   std::set<std::string> kinds;
@@ -152,11 +162,7 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
 std::string diff_json(const Report& a, const Report& b) {
   Json j;
   j.begin_object().field("schema", "tc-analyze-diff/1");
-  for (const auto& [name, r] : {std::pair<const char*, const Report*>{"a", &a}, {"b", &b}}) {
-    j.key(name).begin_object();
-    for (const char* m : kMetrics) j.field(m, *metric_value(*r, m));
-    j.end_object();
-  }
+  sides_json(j, a, b, kMetrics, [](const Report& r, const char* m) { return *metric_value(r, m); });
   findings_json(j, findings_of(a), findings_of(b));
   j.key("kernels").begin_array();
   for (const auto& c : kernel_changes(a, b)) {
@@ -234,11 +240,7 @@ std::string job_diff_text(const JobReport& a, const JobReport& b) {
 std::string job_diff_json(const JobReport& a, const JobReport& b) {
   Json j;
   j.begin_object().field("schema", "tc-analyze-job-diff/1");
-  for (const auto& [name, r] : {std::pair<const char*, const JobReport*>{"a", &a}, {"b", &b}}) {
-    j.key(name).begin_object();
-    for (const char* m : kTotals) j.field(m, total(*r, m));
-    j.end_object();
-  }
+  sides_json(j, a, b, kTotals, total);
   j.key("ranks").begin_array();
   for (int64_t rank : all_ranks(a, b)) {
     j.begin_object().field("rank", rank);
