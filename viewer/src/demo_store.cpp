@@ -22,21 +22,24 @@ enum Loc : int64_t {
 // NVTX colours the demo's program gives (0xAARRGGBB); the others take the palette's.
 constexpr int64_t kNvtxGreen = 0xFF76B900, kNvtxOrange = 0xFFE8710A, kNvtxBlue = 0xFF1E88E5, kNvtxRed = 0xFFD50000;
 
-}  // namespace
+// Writes the store part by part, in this order (row ids follow it).
+struct Demo {
+  store::Writer& w;
+  const DemoStoreOptions& o;
+  int threads = 1, steps = 4;
+  int64_t t_start = 0, t_end = 0;
+  int64_t events = 0;  // written so far
+  const int64_t capacity = 16LL << 30;
 
-StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptions& o) {
-  store::WriterOptions wo;
-  wo.overwrite = true;
-  wo.rows_per_transaction = 1'000'000;
-  auto created = store::Writer::create(path, wo);
-  if (!created.ok()) return created.status();
-  store::Writer& w = **created;
-  const int threads = std::max(1, o.threads);
-  const int steps = std::max(4, o.steps);
-  const int64_t t_start = 1'000'000'000 - o.clock_offset_ns;
-  const int64_t t_end = t_start + steps * o.step_ns;
-  int64_t events = 0;
+  Status write_run();
+  Status write_steps();
+  Status write_out_of_memory();
+  Status write_nvtx();
+  Status write_user_ranges();
+};
 
+// The run, its rank, the locations, the process and its threads.
+Status Demo::write_run() {
   TC_RETURN_IF_ERROR(w.row(schema::run)
                          .i64(1).text("0.1.0").text("[\"./train\",\"--steps\",\"" + std::to_string(steps) + "\"]")
                          .text("/work").text("demo").text("tc-profile").text("monotonic")
@@ -80,10 +83,12 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
     TC_RETURN_IF_ERROR(w.row(schema::threads).i64(t + 1).i64(1).i64(pid + t)
                            .text(t == 0 ? "main" : "loader " + std::to_string(t)).insert());
   }
+  return Status::Ok();
+}
 
-  // Steps on thread 1: compile on the first step and whenever the sequence
-  // length changes, execute every step, item() every 5th, to_host() every 8th.
-  const int64_t capacity = 16LL << 30;
+// Steps on thread 1: compile on the first step and whenever the sequence
+// length changes, execute every step, item() every 5th, to_host() every 8th.
+Status Demo::write_steps() {
   TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(t_start).i64(kCapacity).f64(double(capacity)).insert());
   ++events;
   int64_t seq = 128, graph = 0;
@@ -172,75 +177,82 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
     TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(1).i64(ts + step_dur).i64(kLogInstant).i64(s).insert());
     ++events;
   }
-  if (o.out_of_memory) {
-    int64_t ts = t_end - o.step_ns / 3;
-    TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(ts).i64(kLive).f64(double(capacity) * 0.97).insert());
-    TC_RETURN_IF_ERROR(w.row(schema::out_of_memory).null().i64(1).i64(ts + 1000).i64(steps - 1).i64(2LL << 30)
-                           .i64(capacity * 97 / 100).i64(capacity).i64(1LL << 30).i64(1LL << 30).i64(2LL << 30)
-                           .i64(capacity * 97 / 100 - (5LL << 30)).i64(1LL << 30).i64(0).i64(64).insert());
-    events += 2;
-  }
+  return Status::Ok();
+}
 
-  // NVTX, as tc-profile records a program that calls NVTX itself: on the
-  // main thread (default domain) train_step holding forward and backward,
-  // a checkpoint mark every 10 steps and an epoch start/end range every 10
-  // steps that the loader thread ends; on the loader thread (domain "data")
-  // load batch holding decode, a queue-depth mark with a real payload, and a
-  // prefetch left open when the process ended (cut).
-  {
-    const int loader = threads > 1 ? 2 : 1;
-    struct Site { int64_t loc; int utid; const char* domain; int64_t category, color; };
-    const Site sites[] = {
-        {kNvtxTrainStep, 1, nullptr, 1, kNvtxGreen}, {kNvtxForward, 1, nullptr, 1, 0}, {kNvtxBackward, 1, nullptr, 1, kNvtxOrange},
-        {kNvtxCheckpoint, 1, nullptr, 0, kNvtxRed}, {kNvtxEpoch, 1, nullptr, 0, 0}, {kNvtxLoadBatch, loader, "data", 2, kNvtxBlue},
-        {kNvtxDecode, loader, "data", 2, 0}, {kNvtxQueue, loader, "data", 0, 0}, {kNvtxPrefetch, loader, "data", 0, 0},
-    };
-    for (const Site& site : sites) {
-      auto r = w.row(schema::nvtx_sites);
-      r.null().i64(site.utid).i64(site.loc);
-      if (site.domain) r.text(site.domain); else r.null();
-      if (site.category) r.i64(site.category); else r.null();
-      if (site.color) r.i64(site.color); else r.null();
-      TC_RETURN_IF_ERROR(r.text("ascii").insert());
-    }
-    TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(1).null().i64(1).text("compute").insert());
-    TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(loader).text("data").i64(2).text("input").insert());
-    auto range = [&](int utid, int64_t ts, int64_t dur, int64_t depth, int64_t loc, int64_t payload) {
-      ++events;
-      return w.row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(payload).insert();
-    };
-    for (int s = 0; s < steps; ++s) {
-      const int64_t ts = t_start + s * o.step_ns, half = o.step_ns * 2 / 5;
-      TC_RETURN_IF_ERROR(range(1, ts + 50'000, o.step_ns * 9 / 10, 0, kNvtxTrainStep, s));
-      TC_RETURN_IF_ERROR(range(1, ts + 100'000, half, 1, kNvtxForward, 0));
-      TC_RETURN_IF_ERROR(range(1, ts + 200'000 + half, half, 1, kNvtxBackward, 0));
-      if (s % 10 == 9) {
-        TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(1).i64(ts + o.step_ns * 19 / 20).i64(kNvtxCheckpoint).i64(s + 1).insert());
-        ++events;
-      }
-      if (s % 10 == 0) {
-        TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_starts).null().i64(1).i64(ts).i64(s / 10 + 1).i64(kNvtxEpoch).i64(s / 10).insert());
-        ++events;
-        if (s + 10 < steps) {  // the loader ends it; the last epoch stays open (cut)
-          TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_ends).null().i64(loader).i64(ts + 10 * o.step_ns - 1000).i64(s / 10 + 1).insert());
-        }
-      }
-      const int64_t lt = ts + o.step_ns / 10;
-      if (s + 1 < steps) {
-        TC_RETURN_IF_ERROR(range(loader, lt, o.step_ns / 2, 0, kNvtxLoadBatch, s + 1));
-        TC_RETURN_IF_ERROR(range(loader, lt + o.step_ns / 8, o.step_ns / 4, 1, kNvtxDecode, 0));
-      } else {
-        TC_RETURN_IF_ERROR(range(loader, lt, -1, 0, kNvtxPrefetch, s + 1));  // still open when the process ended
-      }
-      TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue).i64(0).insert());
-      TC_RETURN_IF_ERROR(w.row(schema::nvtx_real_payloads).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue)
-                             .f64(0.5 + 0.25 * (s % 7)).insert());
+// One allocation that did not fit, in the last step.
+Status Demo::write_out_of_memory() {
+  int64_t ts = t_end - o.step_ns / 3;
+  TC_RETURN_IF_ERROR(w.row(schema::counters).null().i64(1).i64(ts).i64(kLive).f64(double(capacity) * 0.97).insert());
+  TC_RETURN_IF_ERROR(w.row(schema::out_of_memory).null().i64(1).i64(ts + 1000).i64(steps - 1).i64(2LL << 30)
+                         .i64(capacity * 97 / 100).i64(capacity).i64(1LL << 30).i64(1LL << 30).i64(2LL << 30)
+                         .i64(capacity * 97 / 100 - (5LL << 30)).i64(1LL << 30).i64(0).i64(64).insert());
+  events += 2;
+  return Status::Ok();
+}
+
+// NVTX, as tc-profile records a program that calls NVTX itself: on the
+// main thread (default domain) train_step holding forward and backward,
+// a checkpoint mark every 10 steps and an epoch start/end range every 10
+// steps that the loader thread ends; on the loader thread (domain "data")
+// load batch holding decode, a queue-depth mark with a real payload, and a
+// prefetch left open when the process ended (cut).
+Status Demo::write_nvtx() {
+  const int loader = threads > 1 ? 2 : 1;
+  struct Site { int64_t loc; int utid; const char* domain; int64_t category, color; };
+  const Site sites[] = {
+      {kNvtxTrainStep, 1, nullptr, 1, kNvtxGreen}, {kNvtxForward, 1, nullptr, 1, 0}, {kNvtxBackward, 1, nullptr, 1, kNvtxOrange},
+      {kNvtxCheckpoint, 1, nullptr, 0, kNvtxRed}, {kNvtxEpoch, 1, nullptr, 0, 0}, {kNvtxLoadBatch, loader, "data", 2, kNvtxBlue},
+      {kNvtxDecode, loader, "data", 2, 0}, {kNvtxQueue, loader, "data", 0, 0}, {kNvtxPrefetch, loader, "data", 0, 0},
+  };
+  for (const Site& site : sites) {
+    auto r = w.row(schema::nvtx_sites);
+    r.null().i64(site.utid).i64(site.loc);
+    if (site.domain) r.text(site.domain); else r.null();
+    if (site.category) r.i64(site.category); else r.null();
+    if (site.color) r.i64(site.color); else r.null();
+    TC_RETURN_IF_ERROR(r.text("ascii").insert());
+  }
+  TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(1).null().i64(1).text("compute").insert());
+  TC_RETURN_IF_ERROR(w.row(schema::nvtx_categories).null().i64(loader).text("data").i64(2).text("input").insert());
+  auto range = [&](int utid, int64_t ts, int64_t dur, int64_t depth, int64_t loc, int64_t payload) {
+    ++events;
+    return w.row(schema::ranges).null().i64(utid).i64(ts).i64(dur).i64(depth).i64(loc).i64(payload).insert();
+  };
+  for (int s = 0; s < steps; ++s) {
+    const int64_t ts = t_start + s * o.step_ns, half = o.step_ns * 2 / 5;
+    TC_RETURN_IF_ERROR(range(1, ts + 50'000, o.step_ns * 9 / 10, 0, kNvtxTrainStep, s));
+    TC_RETURN_IF_ERROR(range(1, ts + 100'000, half, 1, kNvtxForward, 0));
+    TC_RETURN_IF_ERROR(range(1, ts + 200'000 + half, half, 1, kNvtxBackward, 0));
+    if (s % 10 == 9) {
+      TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(1).i64(ts + o.step_ns * 19 / 20).i64(kNvtxCheckpoint).i64(s + 1).insert());
       ++events;
     }
+    if (s % 10 == 0) {
+      TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_starts).null().i64(1).i64(ts).i64(s / 10 + 1).i64(kNvtxEpoch).i64(s / 10).insert());
+      ++events;
+      if (s + 10 < steps) {  // the loader ends it; the last epoch stays open (cut)
+        TC_RETURN_IF_ERROR(w.row(schema::nvtx_range_ends).null().i64(loader).i64(ts + 10 * o.step_ns - 1000).i64(s / 10 + 1).insert());
+      }
+    }
+    const int64_t lt = ts + o.step_ns / 10;
+    if (s + 1 < steps) {
+      TC_RETURN_IF_ERROR(range(loader, lt, o.step_ns / 2, 0, kNvtxLoadBatch, s + 1));
+      TC_RETURN_IF_ERROR(range(loader, lt + o.step_ns / 8, o.step_ns / 4, 1, kNvtxDecode, 0));
+    } else {
+      TC_RETURN_IF_ERROR(range(loader, lt, -1, 0, kNvtxPrefetch, s + 1));  // still open when the process ended
+    }
+    TC_RETURN_IF_ERROR(w.row(schema::instants).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue).i64(0).insert());
+    TC_RETURN_IF_ERROR(w.row(schema::nvtx_real_payloads).null().i64(loader).i64(lt + o.step_ns / 2 + 1000).i64(kNvtxQueue)
+                           .f64(0.5 + 0.25 * (s % 7)).insert());
+    ++events;
   }
+  return Status::Ok();
+}
 
-  // User ranges: units of one depth-0 range holding three depth-1 ranges that
-  // each hold two depth-2 ranges (ten ranges a unit), spread over the run.
+// User ranges: units of one depth-0 range holding three depth-1 ranges that
+// each hold two depth-2 ranges (ten ranges a unit), spread over the run.
+Status Demo::write_user_ranges() {
   const int64_t per_thread = std::max<int64_t>(10, o.range_events / threads);
   const int64_t units = per_thread / 10;
   const int64_t unit_ns = std::max<int64_t>(40, (t_end - t_start) / std::max<int64_t>(units, 1));
@@ -262,8 +274,29 @@ StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptio
       events += 10;
     }
   }
-  TC_RETURN_IF_ERROR(w.finalize());
-  return events;
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<int64_t> write_demo_store(const std::string& path, const DemoStoreOptions& o) {
+  store::WriterOptions wo;
+  wo.overwrite = true;
+  wo.rows_per_transaction = 1'000'000;
+  auto created = store::Writer::create(path, wo);
+  if (!created.ok()) return created.status();
+  Demo d{**created, o};
+  d.threads = std::max(1, o.threads);
+  d.steps = std::max(4, o.steps);
+  d.t_start = 1'000'000'000 - o.clock_offset_ns;
+  d.t_end = d.t_start + d.steps * o.step_ns;
+  TC_RETURN_IF_ERROR(d.write_run());
+  TC_RETURN_IF_ERROR(d.write_steps());
+  if (o.out_of_memory) TC_RETURN_IF_ERROR(d.write_out_of_memory());
+  TC_RETURN_IF_ERROR(d.write_nvtx());
+  TC_RETURN_IF_ERROR(d.write_user_ranges());
+  TC_RETURN_IF_ERROR(d.w.finalize());
+  return d.events;
 }
 
 }  // namespace tc::viewer

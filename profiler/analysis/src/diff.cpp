@@ -9,6 +9,7 @@
 
 #include "json.h"
 #include "tc/analysis/fail_on.h"
+#include "metrics.h"
 #include "tc/analysis/format.h"
 
 namespace tc::analysis {
@@ -23,13 +24,71 @@ struct KindTotals {
   double saving_s = 0;
 };
 
-std::map<std::string, KindTotals> by_kind(const Report& r) {
+using Findings = std::vector<const Finding*>;
+
+Findings findings_of(const Report& r) {
+  Findings out;
+  for (const Finding& f : r.findings) out.push_back(&f);
+  return out;
+}
+
+Findings findings_of(const JobReport& j) {
+  Findings out;
+  for (const JobFinding& f : j.findings) out.push_back(&f.finding);
+  return out;
+}
+
+std::map<std::string, KindTotals> by_kind(const Findings& findings) {
   std::map<std::string, KindTotals> m;
-  for (const auto& f : r.findings) {
-    m[f.kind].count++;
-    m[f.kind].saving_s += f.estimated_saving_s;
+  for (const Finding* f : findings) {
+    m[f->kind].count++;
+    m[f->kind].saving_s += f->estimated_saving_s;
   }
   return m;
+}
+
+// The findings section of a diff: per kind, the count and estimated saving in A and in B, and the titles of each.
+void findings_text(std::string& out, const Findings& a, const Findings& b) {
+  char line[512];
+  out += "\nfindings\n";
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::set<std::string> kinds;
+  for (auto& [k, v] : ka) kinds.insert(k);
+  for (auto& [k, v] : kb) kinds.insert(k);
+  for (const auto& k : kinds) {
+    KindTotals ta = ka[k], tb = kb[k];
+    std::snprintf(line, sizeof line, "%-32s %3d (est. %.3g s)  ->  %3d (est. %.3g s)%s\n", k.c_str(), ta.count, ta.saving_s, tb.count, tb.saving_s,
+                  tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
+    out += line;
+    for (const Finding* f : a)
+      if (f->kind == k) out += "    A: " + printable(f->title) + "\n";
+    for (const Finding* f : b)
+      if (f->kind == k) out += "    B: " + printable(f->title) + "\n";
+  }
+  if (kinds.empty()) out += "  none in either run\n";
+}
+
+// "a": {metric: value, ...}, "b": {...}: the two runs' `names`, each valued by value(run, name).
+template <class Run, class Names, class Value>
+void sides_json(Json& j, const Run& a, const Run& b, const Names& names, Value value) {
+  for (const auto& [side, r] : {std::pair<const char*, const Run*>{"a", &a}, {"b", &b}}) {
+    j.key(side).begin_object();
+    for (const char* m : names) j.field(m, value(*r, m));
+    j.end_object();
+  }
+}
+
+void findings_json(Json& j, const Findings& a, const Findings& b) {
+  auto ka = by_kind(a), kb = by_kind(b);
+  std::set<std::string> kinds;
+  for (auto& [k, v] : ka) kinds.insert(k);
+  for (auto& [k, v] : kb) kinds.insert(k);
+  j.key("findings").begin_array();
+  for (const auto& k : kinds) {
+    j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
+    j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
+  }
+  j.end_array();
 }
 
 std::string change(double a, double b) {
@@ -78,24 +137,7 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
     std::snprintf(line, sizeof line, "%-24s %16s %16s  %s\n", m, format_number(va).c_str(), format_number(vb).c_str(), change(va, vb).c_str());
     out += line;
   }
-  out += "\nfindings\n";
-  auto ka = by_kind(a), kb = by_kind(b);
-  std::map<std::string, int> kinds;
-  for (auto& [k, v] : ka) kinds[k] = 1;
-  for (auto& [k, v] : kb) kinds[k] = 1;
-  for (auto& [k, unused] : kinds) {
-    KindTotals ta = ka[k], tb = kb[k];
-    std::snprintf(line, sizeof line, "%-32s %3d (est. %.3g s)  ->  %3d (est. %.3g s)%s\n", k.c_str(), ta.count, ta.saving_s, tb.count, tb.saving_s,
-                  tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
-    out += line;
-    for (const auto& f : a.findings) {
-      if (f.kind == k) out += "    A: " + printable(f.title) + "\n";
-    }
-    for (const auto& f : b.findings) {
-      if (f.kind == k) out += "    B: " + printable(f.title) + "\n";
-    }
-  }
-  if (kinds.empty()) out += "  none in either run\n";
+  findings_text(out, findings_of(a), findings_of(b));
   auto kc = kernel_changes(a, b);
   if (!kc.empty()) {
     out += "\nkernels (total time; largest changes first)\n";
@@ -120,21 +162,8 @@ std::string diff_text(const Report& a, const std::string& a_name, const Report& 
 std::string diff_json(const Report& a, const Report& b) {
   Json j;
   j.begin_object().field("schema", "tc-analyze-diff/1");
-  for (const auto& [name, r] : {std::pair<const char*, const Report*>{"a", &a}, {"b", &b}}) {
-    j.key(name).begin_object();
-    for (const char* m : kMetrics) j.field(m, *metric_value(*r, m));
-    j.end_object();
-  }
-  auto ka = by_kind(a), kb = by_kind(b);
-  std::map<std::string, int> kinds;
-  for (auto& [k, v] : ka) kinds[k] = 1;
-  for (auto& [k, v] : kb) kinds[k] = 1;
-  j.key("findings").begin_array();
-  for (auto& [k, unused] : kinds) {
-    j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
-    j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
-  }
-  j.end_array();
+  sides_json(j, a, b, kMetrics, [](const Report& r, const char* m) { return *metric_value(r, m); });
+  findings_json(j, findings_of(a), findings_of(b));
   j.key("kernels").begin_array();
   for (const auto& c : kernel_changes(a, b)) {
     const char* verdict = c.a_calls == 0 ? "new" : c.b_calls == 0 ? "gone" : c.b_s < c.a_s ? "faster" : c.b_s > c.a_s ? "slower" : "same";
@@ -151,14 +180,8 @@ namespace {
 const char* kRankMetrics[] = {"steps", "compilations", "recompilations", "explicit_evaluations", "collective_wait_s", "compile_s", "execute_s", "wall_s"};
 
 double rank_metric(const RankSummary& s, std::string_view m) {
-  if (m == "steps") return static_cast<double>(s.steps);
-  if (m == "compilations") return static_cast<double>(s.compilations);
-  if (m == "recompilations") return static_cast<double>(s.recompilations);
-  if (m == "explicit_evaluations") return static_cast<double>(s.explicit_evaluations);
-  if (m == "collective_wait_s") return s.collective_wait_s;
-  if (m == "compile_s") return s.compile_s;
-  if (m == "execute_s") return s.execute_s;
-  return s.wall_s;
+  if (auto v = summary_metric(s, m)) return *v;
+  return m == "collective_wait_s" ? s.collective_wait_s : s.wall_s;
 }
 
 const char* kTotals[] = {"ranks", "steps", "compilations", "recompilations", "explicit_evaluations", "collective_wait_s", "compile_s", "execute_s",
@@ -183,15 +206,6 @@ std::vector<int64_t> all_ranks(const JobReport& a, const JobReport& b) {
   for (const auto& s : a.ranks) r.insert(s.rank);
   for (const auto& s : b.ranks) r.insert(s.rank);
   return {r.begin(), r.end()};
-}
-
-std::map<std::string, KindTotals> by_kind(const JobReport& r) {
-  std::map<std::string, KindTotals> m;
-  for (const auto& f : r.findings) {
-    m[f.finding.kind].count++;
-    m[f.finding.kind].saving_s += f.finding.estimated_saving_s;
-  }
-  return m;
 }
 
 }  // namespace
@@ -219,33 +233,14 @@ std::string job_diff_text(const JobReport& a, const JobReport& b) {
   }
   out += "total (summed over the ranks; steps and wall_s: the largest)\n";
   for (const char* m : kTotals) row(m, total(a, m), total(b, m));
-  out += "\nfindings\n";
-  auto ka = by_kind(a), kb = by_kind(b);
-  std::set<std::string> kinds;
-  for (auto& [k, v] : ka) kinds.insert(k);
-  for (auto& [k, v] : kb) kinds.insert(k);
-  for (const auto& k : kinds) {
-    KindTotals ta = ka[k], tb = kb[k];
-    std::snprintf(line, sizeof line, "%-32s %3d (est. %.3g s)  ->  %3d (est. %.3g s)%s\n", k.c_str(), ta.count, ta.saving_s, tb.count, tb.saving_s,
-                  tb.count == 0 ? "   fixed" : tb.count > ta.count ? "   new" : "");
-    out += line;
-    for (const auto& f : a.findings)
-      if (f.finding.kind == k) out += "    A: " + printable(f.finding.title) + "\n";
-    for (const auto& f : b.findings)
-      if (f.finding.kind == k) out += "    B: " + printable(f.finding.title) + "\n";
-  }
-  if (kinds.empty()) out += "  none in either run\n";
+  findings_text(out, findings_of(a), findings_of(b));
   return out;
 }
 
 std::string job_diff_json(const JobReport& a, const JobReport& b) {
   Json j;
   j.begin_object().field("schema", "tc-analyze-job-diff/1");
-  for (const auto& [name, r] : {std::pair<const char*, const JobReport*>{"a", &a}, {"b", &b}}) {
-    j.key(name).begin_object();
-    for (const char* m : kTotals) j.field(m, total(*r, m));
-    j.end_object();
-  }
+  sides_json(j, a, b, kTotals, total);
   j.key("ranks").begin_array();
   for (int64_t rank : all_ranks(a, b)) {
     j.begin_object().field("rank", rank);
@@ -263,16 +258,8 @@ std::string job_diff_json(const JobReport& a, const JobReport& b) {
     j.end_object();
   }
   j.end_array();
-  auto ka = by_kind(a), kb = by_kind(b);
-  std::set<std::string> kinds;
-  for (auto& [k, v] : ka) kinds.insert(k);
-  for (auto& [k, v] : kb) kinds.insert(k);
-  j.key("findings").begin_array();
-  for (const auto& k : kinds) {
-    j.begin_object().field("kind", k).field("a_count", ka[k].count).field("b_count", kb[k].count);
-    j.field("a_estimated_saving_s", ka[k].saving_s).field("b_estimated_saving_s", kb[k].saving_s).end_object();
-  }
-  j.end_array().end_object();
+  findings_json(j, findings_of(a), findings_of(b));
+  j.end_object();
   return j.str();
 }
 

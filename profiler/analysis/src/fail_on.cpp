@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "metrics.h"
 #include "tc/analysis/format.h"
 
 namespace tc::analysis {
@@ -25,12 +26,7 @@ std::optional<double> metric_value(const Report& r, std::string_view m) {
     for (const auto& f : r.findings) n += f.severity == sev;
     return n;
   };
-  if (m == "steps") return static_cast<double>(s.steps);
-  if (m == "compilations") return static_cast<double>(s.compilations);
-  if (m == "recompilations") return static_cast<double>(s.recompilations);
-  if (m == "explicit_evaluations") return static_cast<double>(s.explicit_evaluations);
-  if (m == "compile_s") return s.compile_s;
-  if (m == "execute_s") return s.execute_s;
+  if (auto v = summary_metric(s, m)) return v;
   if (m == "wall_s") return r.run.wall_s;
   if (m == "compile_share") return r.run.wall_s > 0 ? s.compile_s / r.run.wall_s : 0;
   if (m == "peak_bytes") return static_cast<double>(s.peak_bytes);
@@ -62,15 +58,7 @@ std::optional<double> metric_value(const JobReport& job, std::string_view m) {
   auto take = [&](double v) { worst = worst ? std::max(*worst, v) : v; };
   if (m == "steps" || m == "compilations" || m == "recompilations" || m == "explicit_evaluations" || m == "compile_s" || m == "execute_s" ||
       m == "compile_share") {
-    for (const RankSummary& s : job.ranks) {
-      if (m == "steps") take(static_cast<double>(s.steps));
-      else if (m == "compilations") take(static_cast<double>(s.compilations));
-      else if (m == "recompilations") take(static_cast<double>(s.recompilations));
-      else if (m == "explicit_evaluations") take(static_cast<double>(s.explicit_evaluations));
-      else if (m == "compile_s") take(s.compile_s);
-      else if (m == "execute_s") take(s.execute_s);
-      else take(s.wall_s > 0 ? s.compile_s / s.wall_s : 0);
-    }
+    for (const RankSummary& s : job.ranks) take(m == "compile_share" ? (s.wall_s > 0 ? s.compile_s / s.wall_s : 0) : *summary_metric(s, m));
   } else {
     for (const Report& r : job.reports) take(*metric_value(r, m));
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -19,12 +20,20 @@ namespace tc::analysis {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+
+// Appends the finding with its evidence, anchored on the timeline at `ts` when given.
+void add(Report& report, Finding f, const Json& evidence, std::optional<int64_t> ts = std::nullopt) {
+  f.evidence_json = evidence.str();
+  if (ts) f.anchors_ts.push_back(*ts);
+  report.findings.push_back(std::move(f));
 }
 
+// The median of durations in ns, in seconds (0 for none).
+double median_s(std::vector<int64_t> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return static_cast<double>(v[v.size() / 2]) / 1e9;
+}
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -79,10 +88,19 @@ void executions_from_steps(const std::map<int64_t, GraphInfo>& graphs, const Rep
 // (process, input, dim): two processes' inputs of one name are two inputs.
 using InputKey = std::tuple<int64_t, std::string, int64_t>;
 
-Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
+// What the run compiled and executed, and every input dimension that changed.
+struct ShapeRun {
   // graph_id is unique in the run, so it alone joins executions and inputs to their compilation.
   std::map<int64_t, GraphInfo> graphs;
   std::set<int64_t> compiling;  // processes that compiled
+  std::map<int64_t, int64_t> pid_of;  // upid -> OS pid
+  std::map<int64_t, std::vector<double>> exec;  // executions per graph (training steps and explicit evaluations), in seconds
+  std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
+  std::map<InputKey, int64_t> first_old;  // value before the first change
+  std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+};
+
+void read_shape_run(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
   const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
   // A failed compilation (torch.compile's recompile limit) compiled no graph.
   const std::string compiled = r.has(store::schema::compilations, "failure") ? " WHERE failure IS NULL" : "";
@@ -90,66 +108,139 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
   for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + ", step, shape_erased, " + framework + " FROM compilations e" + compiled +
                         " ORDER BY ts");
        q.next();) {
-    graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3)), q.i64(5), text(q.text(6)),
-                        text(q.text(7)) == "torch.compile" || text(q.text(7)) == "jax" || text(q.text(7)) == "torch_xla"};
-    compiling.insert(q.i64(4));
+    run.graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3)), q.i64(5), text(q.text(6)),
+                            text(q.text(7)) == "torch.compile" || text(q.text(7)) == "jax" || text(q.text(7)) == "torch_xla"};
+    run.compiling.insert(q.i64(4));
   }
-  if (graphs.empty()) return Status::Ok();
-  std::map<int64_t, int64_t> pid_of;  // upid -> OS pid
-  for (auto q = r.query("SELECT upid, pid FROM processes"); q.next();) pid_of[q.i64(0)] = q.i64(1);
-  // Executions per graph (training steps and explicit evaluations) and their median time.
-  std::map<int64_t, std::vector<double>> exec;
-  for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
-  if (exec.empty()) executions_from_steps(graphs, report, exec);
-
-  // (process, input, dim) -> graph -> value
-  std::map<InputKey, std::map<int64_t, int64_t>> values;
-  std::map<InputKey, int64_t> first_old;  // value before the first change
-  std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  if (run.graphs.empty()) return;
+  for (auto q = r.query("SELECT upid, pid FROM processes"); q.next();) run.pid_of[q.i64(0)] = q.i64(1);
+  for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) {
+    run.exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
+  }
+  if (run.exec.empty()) executions_from_steps(run.graphs, report, run.exec);
   const std::string dynamic = r.has(store::schema::compilation_inputs, "dynamic") ? "dynamic" : "0";
   for (auto q = r.query("SELECT graph_id, input, dim, old_value, new_value, " + upid_of + ", " + dynamic + " FROM compilation_inputs e ORDER BY id");
        q.next();) {
     InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
-    values[key][q.i64(0)] = q.i64(4);
-    first_old.try_emplace(key, q.i64(3));
-    if (q.i64(6) == 1) dynamic_at.try_emplace(key, q.i64(4));
+    run.values[key][q.i64(0)] = q.i64(4);
+    run.first_old.try_emplace(key, q.i64(3));
+    if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
   }
-  for (auto& [key, by_graph] : values) {
-    const int64_t upid = std::get<0>(key);
-    // Graphs of the same structure that did not change this dim keep the value they were compared with.
-    std::vector<DimValue> observed;
-    std::map<int64_t, DimValue> by_value;
-    int64_t fallback = first_old[key];
-    int64_t last = fallback;
-    std::set<std::string> structures;  // of the graphs that changed this dim
-    for (const auto& [gid, v] : by_graph) {
-      auto g = graphs.find(gid);
-      if (g != graphs.end()) structures.insert(g->second.shape_erased);
+}
+
+// The values one dimension took, in order, with the compilations and executions of each.
+std::vector<DimValue> observed_values(const ShapeRun& run, const InputKey& key, const std::map<int64_t, int64_t>& by_graph) {
+  const int64_t upid = std::get<0>(key);
+  // Graphs of the same structure that did not change this dim keep the value they were compared with.
+  std::map<int64_t, DimValue> by_value;
+  const int64_t fallback = run.first_old.at(key);
+  int64_t last = fallback;
+  std::set<std::string> structures;  // of the graphs that changed this dim
+  for (const auto& [gid, v] : by_graph) {
+    auto g = run.graphs.find(gid);
+    if (g != run.graphs.end()) structures.insert(g->second.shape_erased);
+  }
+  for (const auto& [gid, g] : run.graphs) {
+    if (g.upid != upid || g.reason == "structure_change" || !structures.contains(g.shape_erased)) continue;
+    auto it = by_graph.find(gid);
+    int64_t v = it != by_graph.end() ? it->second : g.carries ? last : fallback;
+    if (it == by_graph.end() && g.reason != "first" && !g.carries) continue;  // another input changed; this dim's value is unknown
+    last = v;
+    DimValue& d = by_value[v];
+    d.value = v;
+    d.compilations += 1;
+    d.compile_s += g.compile_s;
+    auto e = run.exec.find(gid);
+    if (e != run.exec.end()) {
+      d.steps += static_cast<int64_t>(e->second.size());
+      for (double t : e->second) d.execute_s += t;
     }
-    for (const auto& [gid, g] : graphs) {
-      if (g.upid != upid || g.reason == "structure_change" || !structures.contains(g.shape_erased)) continue;
-      auto it = by_graph.find(gid);
-      int64_t v = it != by_graph.end() ? it->second : g.carries ? last : fallback;
-      if (it == by_graph.end() && g.reason != "first" && !g.carries) continue;  // another input changed; this dim's value is unknown
-      last = v;
-      DimValue& d = by_value[v];
-      d.value = v;
-      d.compilations += 1;
-      d.compile_s += g.compile_s;
-      auto e = exec.find(gid);
-      if (e != exec.end()) {
-        d.steps += static_cast<int64_t>(e->second.size());
-        for (double t : e->second) d.execute_s += t;
-      }
-      if (it != by_graph.end()) d.first_ts = g.ts;
+    if (it != by_graph.end()) d.first_ts = g.ts;
+  }
+  std::vector<DimValue> observed;
+  for (auto& [v, d] : by_value) observed.push_back(d);
+  return observed;
+}
+
+std::string pad_text(const std::string& what, const ShapePlan& plan) {
+  return what + " to " + std::to_string(plan.pad_to) + " (1 compilation, " + format_double("%.0f", plan.pad_waste * 100) + "% padding, est. " +
+         format_seconds(plan.pad_saving_s) + " saved)";
+}
+
+std::string bucket_text(const std::string& what, const ShapePlan& plan) {
+  return what + " as {" + join(plan.buckets) + "} (" + std::to_string(plan.buckets.size()) + " compilations, " +
+         format_double("%.0f", plan.bucket_waste * 100) + "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved)";
+}
+
+// The fix for a dimension that took several values: drop a short last batch, pad, bucket, or nothing in this run.
+void shape_suggestion(Finding& f, const std::string& dim_name, bool short_last_batch, const ShapePlan& plan, int64_t changes, double compile_s) {
+  if (short_last_batch) {
+    f.suggestion = "The batch dimension shrinks for a short last batch (" + std::to_string(plan.short_value) + " instead of " +
+                   std::to_string(plan.common_value) + "): drop the last partial batch (drop_last) or pad it to " +
+                   std::to_string(plan.common_value) + " rows and mask them; est. " + format_seconds(plan.short_saving_s) + " saved.";
+    f.estimated_saving_s = plan.short_saving_s;
+  } else if (std::max(plan.pad_saving_s, plan.bucket_saving_s) <= 0) {
+    // Compiling was cheap here (typically disk-cache hits): no padding pays for itself in this run.
+    f.severity = Severity::kInfo;
+    f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + format_seconds(compile_s) +
+                   " (built code came from the cache), and padding to " + std::to_string(plan.pad_to) + " would add " +
+                   format_seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
+                   std::to_string(plan.pad_to) + " or bucket.";
+    f.estimated_saving_s = 0;
+  } else {
+    f.estimated_saving_s = std::max(plan.pad_saving_s, plan.bucket_saving_s);
+    if (plan.bucket_saving_s <= 0 || plan.pad_saving_s <= 0) {
+      // Only one of the options pays: do not offer the other with a negative saving.
+      bool pad = plan.pad_saving_s >= plan.bucket_saving_s;
+      f.suggestion = (pad ? pad_text("Pad " + dim_name, plan) : bucket_text("Bucket " + dim_name, plan)) + ".";
+    } else {
+      f.suggestion = pad_text("Pad " + dim_name, plan);
+      if (plan.buckets.size() > 1) f.suggestion += ", or " + bucket_text("bucket", plan);
+      f.suggestion += ".";
     }
-    for (auto& [v, d] : by_value) observed.push_back(d);
+  }
+}
+
+std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std::optional<int64_t> dynamic_from, const std::vector<DimValue>& observed,
+                           int64_t changes, double compile_s, const ShapePlan& plan, bool short_last_batch) {
+  const auto& [_, input, dim] = key;
+  Json j;
+  j.begin_object().field("input", input).field("dim", dim);
+  if (pid) j.field("pid", *pid);
+  j.key("dynamic_from");
+  if (dynamic_from) j.value(*dynamic_from); else j.null();
+  j.key("values").begin_array();
+  for (const auto& d : observed) {
+    j.begin_object().field("value", d.value).field("steps", d.steps).field("compilations", d.compilations);
+    j.field("compile_s", d.compile_s).field("execute_s", d.execute_s).end_object();
+  }
+  j.end_array();
+  j.field("compilations", changes).field("compile_s", compile_s);
+  j.key("model").begin_object().field("compile_s_per_graph", plan.compile_per_graph_s);
+  j.field("execute_s_intercept", plan.exec_a).field("execute_s_per_unit", plan.exec_b).end_object();
+  j.key("pad").begin_object().field("to", plan.pad_to).field("compilations", 1).field("padding_waste", plan.pad_waste);
+  j.field("estimated_total_s", plan.pad_total_s).field("estimated_saving_s", plan.pad_saving_s).end_object();
+  j.key("buckets").begin_object().key("sizes").begin_array();
+  for (int64_t b : plan.buckets) j.value(b);
+  j.end_array().field("padding_waste", plan.bucket_waste).field("estimated_total_s", plan.bucket_total_s);
+  j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
+  j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
+  j.end_object();
+  return j.str();
+}
+
+Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
+  ShapeRun run;
+  read_shape_run(r, report, text, run);
+  for (auto& [key, by_graph] : run.values) {
+    std::vector<DimValue> observed = observed_values(run, key, by_graph);
     if (observed.size() < 2) continue;
     ShapePlan plan = plan_for(observed);
-    const auto& [_, input, dim] = key;
-    auto pid = pid_of.find(upid);
+    const auto& [upid, input, dim] = key;
+    auto pid = run.pid_of.find(upid);
     // Several processes compiled: say whose input this is.
-    std::string whose = compiling.size() > 1 ? " (pid " + (pid != pid_of.end() ? std::to_string(pid->second) : std::string("unknown")) + ")" : "";
+    std::string whose =
+        run.compiling.size() > 1 ? " (pid " + (pid != run.pid_of.end() ? std::to_string(pid->second) : std::string("unknown")) + ")" : "";
     int64_t lo = observed.front().value, hi = observed.back().value;
     int64_t changes = 0;
     double compile_s = 0;
@@ -157,76 +248,27 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
       changes += d.compilations;
       compile_s += d.compile_s;
     }
+    const std::string dim_name = input + " dim " + std::to_string(dim);
     Finding f;
     f.kind = "recompilation.shape_change";
-    f.identity = input + " dim " + std::to_string(dim) + ":";
+    f.identity = dim_name + ":";
     for (const auto& d : observed) f.identity += " " + std::to_string(d.value);
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
-    f.title = input + " dim " + std::to_string(dim) + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." +
-              std::to_string(hi) + "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
-    bool short_last_batch = dim == 0 && plan.short_batch;
-    if (short_last_batch) {
-      f.suggestion = "The batch dimension shrinks for a short last batch (" + std::to_string(plan.short_value) + " instead of " +
-                     std::to_string(plan.common_value) + "): drop the last partial batch (drop_last) or pad it to " +
-                     std::to_string(plan.common_value) + " rows and mask them; est. " + format_seconds(plan.short_saving_s) + " saved.";
-      f.estimated_saving_s = plan.short_saving_s;
-    } else if (std::max(plan.pad_saving_s, plan.bucket_saving_s) <= 0) {
-      // Compiling was cheap here (typically disk-cache hits): no padding pays for itself in this run.
-      f.severity = Severity::kInfo;
-      f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + format_seconds(compile_s) +
-                     " (built code came from the cache), and padding to " + std::to_string(plan.pad_to) + " would add " +
-                     format_seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
-                     std::to_string(plan.pad_to) + " or bucket.";
-      f.estimated_saving_s = 0;
-    } else {
-      f.suggestion = "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
-                     fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + format_seconds(plan.pad_saving_s) + " saved)";
-      if (plan.buckets.size() > 1) {
-        f.suggestion += ", or bucket as {" + join(plan.buckets) + "} (" + std::to_string(plan.buckets.size()) + " compilations, " +
-                        fmt("%.0f", plan.bucket_waste * 100) + "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved)";
-      }
-      f.suggestion += ".";
-      f.estimated_saving_s = std::max(plan.pad_saving_s, plan.bucket_saving_s);
-      if (plan.bucket_saving_s <= 0 || plan.pad_saving_s <= 0) {
-        // Only one of the options pays: do not offer the other with a negative saving.
-        bool pad = plan.pad_saving_s >= plan.bucket_saving_s;
-        f.suggestion = pad ? "Pad " + input + " dim " + std::to_string(dim) + " to " + std::to_string(plan.pad_to) + " (1 compilation, " +
-                                 fmt("%.0f", plan.pad_waste * 100) + "% padding, est. " + format_seconds(plan.pad_saving_s) + " saved)."
-                           : "Bucket " + input + " dim " + std::to_string(dim) + " as {" + join(plan.buckets) + "} (" +
-                                 std::to_string(plan.buckets.size()) + " compilations, " + fmt("%.0f", plan.bucket_waste * 100) +
-                                 "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved).";
-      }
-    }
-    auto dyn = dynamic_at.find(key);
-    if (dyn != dynamic_at.end() && !short_last_batch) {
+    f.title = dim_name + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." + std::to_string(hi) +
+              "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
+    const bool short_last_batch = dim == 0 && plan.short_batch;
+    shape_suggestion(f, dim_name, short_last_batch, plan, changes, compile_s);
+    auto dyn = run.dynamic_at.find(key);
+    if (dyn != run.dynamic_at.end() && !short_last_batch) {
       f.suggestion += " (torch.compile made this dim dynamic at " + std::to_string(dyn->second) +
                       ": the sizes of the steps after that are not in its log, so pad to the largest size your data can have, e.g. the "
                       "tokenizer's max_length.)";
     }
-    Json j;
-    j.begin_object().field("input", input).field("dim", dim);
-    if (pid != pid_of.end()) j.field("pid", pid->second);
-    j.key("dynamic_from");
-    if (dyn != dynamic_at.end()) j.value(dyn->second); else j.null();
-    j.key("values").begin_array();
-    for (const auto& d : observed) {
-      j.begin_object().field("value", d.value).field("steps", d.steps).field("compilations", d.compilations);
-      j.field("compile_s", d.compile_s).field("execute_s", d.execute_s).end_object();
+    for (const auto& d : observed)
       if (d.first_ts) f.anchors_ts.push_back(d.first_ts);
-    }
-    j.end_array();
-    j.field("compilations", changes).field("compile_s", compile_s);
-    j.key("model").begin_object().field("compile_s_per_graph", plan.compile_per_graph_s);
-    j.field("execute_s_intercept", plan.exec_a).field("execute_s_per_unit", plan.exec_b).end_object();
-    j.key("pad").begin_object().field("to", plan.pad_to).field("compilations", 1).field("padding_waste", plan.pad_waste);
-    j.field("estimated_total_s", plan.pad_total_s).field("estimated_saving_s", plan.pad_saving_s).end_object();
-    j.key("buckets").begin_object().key("sizes").begin_array();
-    for (int64_t b : plan.buckets) j.value(b);
-    j.end_array().field("padding_waste", plan.bucket_waste).field("estimated_total_s", plan.bucket_total_s);
-    j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
-    j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
-    j.end_object();
-    f.evidence_json = j.str();
+    f.evidence_json = shape_evidence(key, pid != run.pid_of.end() ? std::optional(pid->second) : std::nullopt,
+                                     dyn != run.dynamic_at.end() ? std::optional(dyn->second) : std::nullopt, observed, changes, compile_s, plan,
+                                     short_last_batch);
     report.findings.push_back(std::move(f));
   }
   return Status::Ok();
@@ -257,9 +299,7 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
     Json j;
     j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
     j.field("compilations", n).field("compile_s", s).field("first_diff", first_diff).end_object();
-    f.evidence_json = j.str();
-    f.anchors_ts.push_back(q.i64(7));
-    report.findings.push_back(std::move(f));
+    add(report, std::move(f), j, q.i64(7));
   }
   return q.status();
 }
@@ -302,9 +342,7 @@ void graph_break(const store::Reader& r, Report& report, StoreText& text, const 
   j.begin_object().field("call_site", where).field("function", function).field("kind", kinds).field("framework", "torch.compile");
   j.field("reason", reason).field("compilations", compilations).field("steps", report.summary.steps);
   j.field("resume_compilations", resumed).field("resume_compile_s", resume_s).end_object();
-  f.evidence_json = j.str();
-  f.anchors_ts.push_back(q.i64(7));
-  report.findings.push_back(std::move(f));
+  add(report, std::move(f), j, q.i64(7));
 }
 
 Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
@@ -372,9 +410,7 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
     j.field("kind", kinds).field("count", count).field("steps", steps_hit).field("graph_cuts", count);
     j.field("total_s", total_s).field("per_step_s", per_step).field("log_every", every).field("log_every_saving_s", log_every_saving);
     j.end_object();
-    f.evidence_json = j.str();
-    f.anchors_ts.push_back(q.i64(7));
-    report.findings.push_back(std::move(f));
+    add(report, std::move(f), j, q.i64(7));
   }
   return q.status();
 }
@@ -411,11 +447,6 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
         before_ns.push_back(st.dur);
       }
     }
-    auto median_s = [](std::vector<int64_t> v) {
-      if (v.empty()) return 0.0;
-      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-      return static_cast<double>(v[v.size() / 2]) / 1e9;
-    };
     const double eager_s = median_s(after_ns), compiled_step_s = median_s(before_ns);
     Finding f;
     f.kind = "recompilation.limit_reached";
@@ -437,9 +468,7 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
     j.field("failure", text(q.text(2))).field("step", step).field("compilations_before", compiled).field("compile_s", compile_s);
     j.field("steps_uncompiled", after).field("steps_total", after + before);
     j.field("median_step_s_uncompiled", eager_s).field("median_step_s_before", compiled_step_s).end_object();
-    f.evidence_json = j.str();
-    f.anchors_ts.push_back(q.i64(1));
-    report.findings.push_back(std::move(f));
+    add(report, std::move(f), j, q.i64(1));
   }
   return q.status();
 }
@@ -464,11 +493,6 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
     std::vector<int64_t> st, dy;
     for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.dur);
-    auto median_s = [](std::vector<int64_t> v) {
-      if (v.empty()) return 0.0;
-      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-      return static_cast<double>(v[v.size() / 2]) / 1e9;
-    };
     Finding f;
     f.kind = "recompilation.dynamic_marked";
     f.identity = input + " dim " + std::to_string(dim);
@@ -489,9 +513,7 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     j.field("step", q.i64(7));
     if (!st.empty() && !dy.empty()) j.field("median_step_s_static", median_s(st)).field("median_step_s_dynamic", median_s(dy));
     j.end_object();
-    f.evidence_json = j.str();
-    f.anchors_ts.push_back(q.i64(5));
-    report.findings.push_back(std::move(f));
+    add(report, std::move(f), j, q.i64(5));
   }
   return q.status();
 }
@@ -534,9 +556,10 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
   auto q = r.query("SELECT last_value FROM counter_series c JOIN locations l ON l.id = c.loc_id WHERE l.name = 'optim.lr'");
   if (q.next() && !q.is_null(0)) {
     double lr = q.f64(0);
-    return "scale lr " + fmt("%.3g", lr) + " to " + fmt("%.3g", lr * k) + " (linear) or " + fmt("%.3g", lr * std::sqrt(k)) + " (sqrt)";
+    return "scale lr " + format_double("%.3g", lr) + " to " + format_double("%.3g", lr * k) + " (linear) or " +
+           format_double("%.3g", lr * std::sqrt(k)) + " (sqrt)";
   }
-  return "scale the learning rate by " + fmt("%.2f", k) + " (linear) or " + fmt("%.2f", std::sqrt(k)) + " (sqrt)";
+  return "scale the learning rate by " + format_double("%.2f", k) + " (linear) or " + format_double("%.2f", std::sqrt(k)) + " (sqrt)";
 }
 
 Status memory(const store::Reader& r, Report& report, const Options& options) {
@@ -559,7 +582,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + format_bytes(static_cast<double>(q.i64(1))) + " requested with " +
               format_bytes(static_cast<double>(q.i64(2))) + " of " + format_bytes(static_cast<double>(capacity)) + " live";
     if (fits > 0) {
-      f.suggestion = "Use batch " + std::to_string(fits) + " (the largest that fits with " + fmt("%.0f", options.memory_safety_margin * 100) +
+      f.suggestion = "Use batch " + std::to_string(fits) + " (the largest that fits with " + format_double("%.0f", options.memory_safety_margin * 100) +
                      "% headroom, from the memory plan at batch " + std::to_string(m.batch_size) + ")" +
                      (failing_batch > 0 ? " instead of " + std::to_string(failing_batch) : std::string()) + "; " +
                      lr_advice(r, failing_batch > 0 ? failing_batch : m.batch_size, fits) + ".";
@@ -574,9 +597,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     j.key("failing_batch_size");
     if (failing_batch > 0) j.value(failing_batch); else j.null();
     j.field("largest_batch_that_fits", fits).field("safety_margin", options.memory_safety_margin).end_object();
-    f.evidence_json = j.str();
-    f.anchors_ts.push_back(q.i64(0));
-    report.findings.push_back(std::move(f));
+    add(report, std::move(f), j, q.i64(0));
   }
   TC_RETURN_IF_ERROR(q.status());
   // memory.headroom
@@ -588,18 +609,18 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   f.identity = m.known ? "batch " + std::to_string(m.batch_size) + " to " + std::to_string(std::min(fits, m.batch_size * 8)) : "no batch";
   f.severity = Severity::kInfo;
   f.title = "Peak " + format_bytes(static_cast<double>(s.peak_bytes)) + " of " + format_bytes(static_cast<double>(s.capacity_bytes)) + " (" +
-            fmt("%.0f", used * 100) + "%)";
+            format_double("%.0f", used * 100) + "%)";
   if (m.known && fits > m.batch_size) {
     f.title += "; batch " + std::to_string(fits) + " fits";
     // Past 8x the step changes character (and the learning rate with it): suggest at most that, and say how far memory goes.
     int64_t suggest = std::min(fits, m.batch_size * 8);
     f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(suggest) + " (" +
                    (suggest < fits ? "8x; up to " + std::to_string(fits) + " fit" : std::string("the most that fits")) + " with " +
-                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom: " + format_bytes(static_cast<double>(m.fixed)) + " fixed + " +
+                   format_double("%.0f", options.memory_safety_margin * 100) + "% headroom: " + format_bytes(static_cast<double>(m.fixed)) + " fixed + " +
                    format_bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
     f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " +
-                   fmt("%.0f", options.memory_safety_margin * 100) + "% headroom.";
+                   format_double("%.0f", options.memory_safety_margin * 100) + "% headroom.";
   } else {
     f.suggestion = "No compiled memory plan with a batch dimension was recorded, so no batch size is suggested; name the batch input "
                    "(tc::from_host(..., \"name\")) and run compiled.";
@@ -614,8 +635,7 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     j.field("suggested_batch", suggest).field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
   }
   j.field("safety_margin", options.memory_safety_margin).end_object();
-  f.evidence_json = j.str();
-  report.findings.push_back(std::move(f));
+  add(report, std::move(f), j);
   return Status::Ok();
 }
 
@@ -637,7 +657,8 @@ Status amortization(const store::Reader& r, Report& report) {
   f.kind = "compile.amortization";
   f.identity = never ? "never amortizes" : break_even > s.steps ? "pays off on longer runs" : "paid off";
   f.severity = never || share > 0.5 ? Severity::kWarning : Severity::kInfo;
-  f.title = "Compiling took " + format_seconds(s.compile_s) + ", " + fmt("%.0f", share * 100) + "% of the run's " + format_seconds(report.run.wall_s);
+  f.title = "Compiling took " + format_seconds(s.compile_s) + ", " + format_double("%.0f", share * 100) + "% of the run's " +
+            format_seconds(report.run.wall_s);
   if (never) {
     f.title += "; recompilations continue to the end, so it never amortizes";
     f.suggestion = std::to_string(late_recompiles) + " recompilations happened in the last quarter of the steps: fix the recompilation "
@@ -654,8 +675,7 @@ Status amortization(const store::Reader& r, Report& report) {
   j.begin_object().field("compile_s", s.compile_s).field("wall_s", report.run.wall_s).field("compile_share", share);
   j.field("execute_s_per_step", exec_per_step).field("break_even_steps", break_even).field("steps", s.steps);
   j.field("late_recompilations", late_recompiles).field("amortizes", !never).end_object();
-  f.evidence_json = j.str();
-  report.findings.push_back(std::move(f));
+  add(report, std::move(f), j);
   return Status::Ok();
 }
 
@@ -699,16 +719,16 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   for (size_t i = 0; i < lines.size(); ++i) names += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i]->name;
   double share = 0;
   for (const KernelRow* l : lines) share += share_of(*l);
-  f.title = names + (lines.size() > 1 ? " hold " : " holds ") + fmt("%.0f", share * 100) + "% of the execute time (" +
+  f.title = names + (lines.size() > 1 ? " hold " : " holds ") + format_double("%.0f", share * 100) + "% of the execute time (" +
             format_seconds(held) + " of " + format_seconds(execute_s) +
             (in_collectives > 0 ? ", leaving out " + format_seconds(in_collectives) + " in collectives)" : ")");
   if (heaviest && !heaviest->bound.empty()) {
     bool compute = heaviest->bound == "compute";
     double peak = compute ? sites->peak_gflops : sites->peak_gbps;
     f.suggestion = "Its heaviest kernel (" + heaviest->name + ", " + std::to_string(heaviest->calls) + " calls, " + format_seconds(heaviest->total_s) +
-                   ") is " + heaviest->bound + "-bound and reaches " + fmt("%.1f", compute ? heaviest->gflops : heaviest->gbps) +
-                   (compute ? " GFLOP/s" : " GB/s") + ", " + fmt("%.0f", heaviest->of_ceiling * 100) + "% of this machine's measured " +
-                   fmt("%.0f", peak) + (compute ? " GFLOP/s" : " GB/s") + ".";
+                   ") is " + heaviest->bound + "-bound and reaches " + format_double("%.1f", compute ? heaviest->gflops : heaviest->gbps) +
+                   (compute ? " GFLOP/s" : " GB/s") + ", " + format_double("%.0f", heaviest->of_ceiling * 100) + "% of this machine's measured " +
+                   format_double("%.0f", peak) + (compute ? " GFLOP/s" : " GB/s") + ".";
     if (heaviest->of_ceiling < 0.10) {
       f.severity = Severity::kWarning;
       f.suggestion += " That is under 10% of its ceiling: at the ceiling it would take " + format_seconds(heaviest->total_s * heaviest->of_ceiling) +
@@ -731,8 +751,7 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
     j.field("gflops", heaviest->gflops).field("gbps", heaviest->gbps).field("of_ceiling", heaviest->of_ceiling).end_object();
   }
   j.end_object();
-  f.evidence_json = j.str();
-  report.findings.push_back(std::move(f));
+  add(report, std::move(f), j);
   return Status::Ok();
 }
 

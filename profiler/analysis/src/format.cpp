@@ -7,21 +7,19 @@
 
 namespace tc::analysis {
 
-namespace {
-std::string fmt(const char* f, double v) {
+std::string format_double(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-}  // namespace
 
 std::string format_seconds(double s) {
   if (s < 0) return "-" + format_seconds(-s);
-  if (s >= 100) return fmt("%.0f s", s);
-  if (s >= 1) return fmt("%.1f s", s);
-  if (s >= 0.001) return fmt("%.1f ms", s * 1e3);
-  if (s > 0 && s < 1e-6) return fmt("%.0f ns", s * 1e9);  // NVTX ranges can be this short
-  return fmt("%.0f us", s * 1e6);
+  if (s >= 100) return format_double("%.0f s", s);
+  if (s >= 1) return format_double("%.1f s", s);
+  if (s >= 0.001) return format_double("%.1f ms", s * 1e3);
+  if (s > 0 && s < 1e-6) return format_double("%.0f ns", s * 1e9);  // NVTX ranges can be this short
+  return format_double("%.0f us", s * 1e6);
 }
 
 std::string format_bytes(double b) {
@@ -31,13 +29,13 @@ std::string format_bytes(double b) {
     b /= 1024;
     ++u;
   }
-  return fmt(u == 0 ? "%.0f" : "%.1f", b) + " " + unit[u];
+  return format_double(u == 0 ? "%.0f" : "%.1f", b) + " " + unit[u];
 }
 
 std::string format_number(double v) {
   // Whole numbers print exactly up to 2^53, where doubles stop holding every integer.
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) return fmt("%.0f", v);
-  return fmt("%.6g", v);
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) return format_double("%.0f", v);
+  return format_double("%.6g", v);
 }
 
 std::string printable(std::string_view text) {

@@ -9,11 +9,9 @@ namespace {
 
 int64_t round_up8(int64_t v) { return (v + 7) / 8 * 8; }
 
-}  // namespace
-
-ShapePlan plan_for(const std::vector<DimValue>& values) {
-  ShapePlan p;
-  // Compile cost per graph: the mean over values that compiled.
+// Compile cost per graph (the mean over the values that compiled) and the
+// time the run spent at these graphs.
+void fit_compile(const std::vector<DimValue>& values, ShapePlan& p) {
   double csum = 0;
   int64_t cn = 0;
   for (const DimValue& d : values) {
@@ -22,8 +20,10 @@ ShapePlan plan_for(const std::vector<DimValue>& values) {
     p.observed_total_s += d.compile_s + d.execute_s;
   }
   p.compile_per_graph_s = cn ? csum / static_cast<double>(cn) : 0;
+}
 
-  // Execute time per step as a + b * v, weighted by steps.
+// Execute time per step as a + b * v, weighted by steps.
+void fit_execute(const std::vector<DimValue>& values, ShapePlan& p) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   int points = 0;
   for (const DimValue& d : values) {
@@ -46,27 +46,33 @@ ShapePlan plan_for(const std::vector<DimValue>& values) {
     p.exec_a = 0;
     p.exec_b = sx > 0 ? sy / sx : 0;
   }
-  auto step_time = [&](int64_t v) { return p.exec_a + p.exec_b * static_cast<double>(v); };
+}
 
-  int64_t total_steps = 0, executed = 0;
-  for (const DimValue& d : values) {
-    total_steps += d.steps;
-    executed += d.steps * d.value;
-  }
+double step_time(const ShapePlan& p, int64_t v) { return p.exec_a + p.exec_b * static_cast<double>(v); }
 
-  // Pad to one size.
+// Sizes the run executed: the sum over steps of each step's value.
+int64_t executed_size(const std::vector<DimValue>& values) {
+  int64_t executed = 0;
+  for (const DimValue& d : values) executed += d.steps * d.value;
+  return executed;
+}
+
+// Pad to one size.
+void plan_pad(const std::vector<DimValue>& values, ShapePlan& p) {
   p.pad_to = round_up8(values.back().value);
   p.pad_total_s = p.compile_per_graph_s;
   int64_t padded = 0;
   for (const DimValue& d : values) {
-    p.pad_total_s += static_cast<double>(d.steps) * step_time(p.pad_to);
+    p.pad_total_s += static_cast<double>(d.steps) * step_time(p, p.pad_to);
     padded += d.steps * p.pad_to;
   }
-  p.pad_waste = padded > 0 ? 1.0 - static_cast<double>(executed) / static_cast<double>(padded) : 0;
+  p.pad_waste = padded > 0 ? 1.0 - static_cast<double>(executed_size(values)) / static_cast<double>(padded) : 0;
   p.pad_saving_s = p.observed_total_s - p.pad_total_s;
+}
 
-  // Buckets: f[j] = best cost of covering values[0..j) with the last bucket
-  // at round_up8(values[j-1]).
+// Buckets: f[j] = best cost of covering values[0..j) with the last bucket
+// at round_up8(values[j-1]).
+void plan_buckets(const std::vector<DimValue>& values, ShapePlan& p) {
   size_t n = values.size();
   std::vector<double> f(n + 1, std::numeric_limits<double>::infinity());
   std::vector<size_t> from(n + 1, 0);
@@ -75,7 +81,7 @@ ShapePlan plan_for(const std::vector<DimValue>& values) {
     int64_t cap = round_up8(values[j - 1].value);
     double exec = 0;
     for (size_t i = j; i-- > 0;) {
-      exec += static_cast<double>(values[i].steps) * step_time(cap);
+      exec += static_cast<double>(values[i].steps) * step_time(p, cap);
       double c = f[i] + p.compile_per_graph_s + exec;
       if (c < f[j]) {
         f[j] = c;
@@ -95,10 +101,14 @@ ShapePlan plan_for(const std::vector<DimValue>& values) {
   p.buckets = caps;
   p.bucket_total_s = f[n];
   p.bucket_saving_s = p.observed_total_s - p.bucket_total_s;
-  p.bucket_waste = bucket_padded > 0 ? 1.0 - static_cast<double>(executed) / static_cast<double>(bucket_padded) : 0;
+  p.bucket_waste = bucket_padded > 0 ? 1.0 - static_cast<double>(executed_size(values)) / static_cast<double>(bucket_padded) : 0;
+}
 
-  // A short last batch: the most frequent value is the largest, and the
-  // others are rare (at most 10% of the steps).
+// A short last batch: the most frequent value is the largest, and the
+// others are rare (at most 10% of the steps).
+void find_short_batch(const std::vector<DimValue>& values, ShapePlan& p) {
+  int64_t total_steps = 0;
+  for (const DimValue& d : values) total_steps += d.steps;
   const DimValue* common = &values[0];
   for (const DimValue& d : values) {
     if (d.steps > common->steps) common = &d;
@@ -112,6 +122,17 @@ ShapePlan plan_for(const std::vector<DimValue>& values) {
       if (&d != common) p.short_saving_s += d.compile_s;
     }
   }
+}
+
+}  // namespace
+
+ShapePlan plan_for(const std::vector<DimValue>& values) {
+  ShapePlan p;
+  fit_compile(values, p);
+  fit_execute(values, p);
+  plan_pad(values, p);
+  plan_buckets(values, p);
+  find_short_batch(values, p);
   return p;
 }
 

@@ -15,6 +15,8 @@ std::string format_bytes(double bytes);
 // A count or threshold as people write it: "14031700", not "1.40317e+07";
 // "0.25" for a value that is not a whole number.
 std::string format_number(double v);
+// One number through a printf format: format_double("%.0f%%", 12.4) is "12%".
+std::string format_double(const char* printf_format, double v);
 
 // Text from a store (a name, a path, a command) made safe for a terminal:
 // invalid UTF-8 becomes U+FFFD and control characters are written as escapes
