@@ -2,13 +2,9 @@
 // split across cores by tc's own pool (pool.h: tc_par hands a loop's
 // iterations out in chunks), tc's sgemm (gemm.h) for matrix products.
 #include <algorithm>
-#include <cinttypes>
-#include <cmath>
-#include <cstdio>
-#include <optional>
 #include <sstream>
 
-#include "../index_affine.h"
+#include "../c_render.h"
 #include "cpu.h"
 
 namespace tc::detail {
@@ -18,14 +14,13 @@ namespace {
 // costs more than it saves: about 0.2 ms of single-core sgemm).
 constexpr double kParallelGemmFlops = 1 << 22;
 
-const char* ctype(DType d) {
-  switch (d) {
-    case DType::f32: return "float";
-    case DType::i32: return "int32_t";
-    case DType::b8: return "uint8_t";
-  }
-  return "?";
-}
+using c_render::ctype;
+
+// What the C++ dialect writes differently from CUDA C.
+constexpr c_render::Dialect kCpp{
+    .name = "C++", .restrict_kw = "__restrict", .arena_suffix = "",
+    .f32_nan = "__builtin_nanf(\"\")", .f32_inf = "__builtin_inff()", .f64_nan = "__builtin_nan(\"\")", .f64_inf = "__builtin_inf()",
+    .libm_prefix = "std::", .libm_suffix = ""};
 
 // Helpers every kernel may call. The random functions must stay bit-identical
 // to compiler/src/random.h (eager and compiled runs draw the same numbers).
@@ -401,123 +396,9 @@ class CppEmitter {
   }
 
  private:
-  static std::string ptr(const Program& p, int b) {
-    const BufDecl& d = p.bufs[static_cast<std::size_t>(b)];
-    std::string t = ctype(d.dtype);
-    std::ostringstream os;
-    if (d.kind == BufKind::input) os << "(" << t << "*)b[" << d.slot << "]";
-    else if (d.kind == BufKind::output) os << "(" << t << "*)b[" << p.num_inputs + d.slot << "]";
-    else os << "(" << t << "*)((char*)b[" << p.num_inputs + p.num_outputs << "] + " << d.offset << ")";
-    return os.str();
-  }
-
-  static std::string literal(DType dt, double v) {
-    char buf[64];
-    switch (dt) {
-      case DType::f32: {
-        float f = static_cast<float>(v);
-        if (std::isnan(f)) return "__builtin_nanf(\"\")";
-        if (std::isinf(f)) return f > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
-        std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(f));
-        std::string s = buf;
-        if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-        return "(" + s + ")";
-      }
-      case DType::i32: return "((int32_t)" + std::to_string(static_cast<int32_t>(v)) + ")";
-      case DType::b8: return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
-    }
-    return "0";
-  }
-
-  static std::string ex(const Kernel& k, int i, DType acc_type = DType::f32) {
-    const KExpr& e = k.ex[static_cast<std::size_t>(i)];
-    auto a = [&] { return ex(k, e.a, acc_type); };
-    auto b = [&] { return ex(k, e.b, acc_type); };
-    if (e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) {
-      if (auto f = index_affine::affine(k, i, [](const Kernel& kk, int ii) { return ex(kk, ii); })) return f->str();
-    }
-    switch (e.k) {
-      case KOp::Var: return "i" + std::to_string(e.i);
-      case KOp::IConst: return e.i < 0 ? "(" + std::to_string(e.i) + "LL)" : std::to_string(e.i) + "LL";
-      case KOp::IAdd: return "(" + a() + " + " + b() + ")";
-      case KOp::IMul: return "(" + a() + " * " + b() + ")";
-      case KOp::IDiv: return "(" + a() + " / " + b() + ")";
-      case KOp::IMod: return "(" + a() + " % " + b() + ")";
-      case KOp::ILt: return "(" + a() + " < " + b() + ")";
-      case KOp::IEq: return "((int64_t)" + a() + " == " + b() + ")";
-      case KOp::FConst: return literal(e.dt, e.f);
-      case KOp::Load: return "p" + std::to_string(e.buf) + "[" + a() + "]";
-      case KOp::Chk: return "tc_chk((int64_t)" + a() + ", " + std::to_string(e.i) + "LL, err)";
-      case KOp::Seq: return "((void)" + a() + ", " + b() + ")";
-      case KOp::Acc: return "((" + std::string(ctype(e.dt)) + ")acc)";
-      case KOp::Cast:
-        return "tc_cv<" + std::string(ctype(e.dt)) + ">((double)" + a() + ")";
-      case KOp::Select: return "(" + a() + " ? " + b() + " : " + ex(k, e.c, acc_type) + ")";
-      case KOp::Arange:
-        return "tc_cv<" + std::string(ctype(e.dt)) + ">(" + literal_d(e.f) + " + (double)" + a() + " * " + literal_d(e.f2) + ")";
-      case KOp::Rand: {
-        std::string seed = e.b >= 0 ? "tc_seed(" + b() + ", " + ex(k, e.c, acc_type) + ")"
-                                    : std::to_string(static_cast<uint64_t>(e.i)) + "ULL";
-        return "tc_rand(" + seed + ", " + a() + ", " + std::to_string(static_cast<int>(e.f)) + ")";
-      }
-      case KOp::Unary: {
-        switch (e.op) {
-          case Op::Neg: return "tc_neg(" + a() + ")";
-          case Op::Abs: return "tc_abs(" + a() + ")";
-          case Op::Relu: return "tc_relu(" + a() + ")";
-          case Op::Tanh: return "std::tanh(" + a() + ")";
-          case Op::Sigmoid: return "tc_sigmoid(" + a() + ")";
-          case Op::Exp: return "std::exp(" + a() + ")";
-          case Op::Log: return "std::log(" + a() + ")";
-          case Op::Sqrt: return "std::sqrt(" + a() + ")";
-          case Op::Rsqrt: return "tc_rsqrt(" + a() + ")";
-          case Op::Not: return "tc_not(" + a() + ")";
-          default: break;
-        }
-        break;
-      }
-      case KOp::Binary: {
-        std::string t = ctype(e.dt);
-        auto call = [&](const char* f) { return std::string(f) + "<" + t + ">(" + a() + ", " + b() + ")"; };
-        auto cmp = [&](const char* o) { return "(uint8_t)(" + a() + " " + o + " " + b() + ")"; };
-        switch (e.op) {
-          case Op::Add: return call("tc_add");
-          case Op::Sub: return call("tc_sub");
-          case Op::Mul: return call("tc_mul");
-          case Op::Div: return call("tc_div");
-          case Op::Pow: return call("tc_pow");
-          case Op::Maximum: return call("tc_max");
-          case Op::Minimum: return call("tc_min");
-          case Op::Lt: return cmp("<");
-          case Op::Le: return cmp("<=");
-          case Op::Gt: return cmp(">");
-          case Op::Ge: return cmp(">=");
-          case Op::Eq: return cmp("==");
-          case Op::Ne: return cmp("!=");
-          default: break;
-        }
-        break;
-      }
-    }
-    throw Error("tc: internal: the C++ emitter cannot render an expression");
-  }
-
-  static std::string literal_d(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    std::string s = buf;
-    if (s.find_first_of(".e") == std::string::npos && s.find_first_of("ni") == std::string::npos) s += ".0";
-    return "(" + s + ")";
-  }
-
-  static void declare(std::ostream& os, const Program& p, const Kernel& k) {
-    std::vector<int> bufs = k.reads;
-    bufs.push_back(k.out_buf);
-    std::sort(bufs.begin(), bufs.end());
-    bufs.erase(std::unique(bufs.begin(), bufs.end()), bufs.end());
-    for (int b : bufs)
-      os << "  " << ctype(p.bufs[static_cast<std::size_t>(b)].dtype) << "* __restrict p" << b << " = " << ptr(p, b) << ";\n";
-  }
+  static std::string ex(const Kernel& k, int i) { return c_render::expr(kCpp, k, i); }
+  static std::string literal_d(double v) { return c_render::literal_d(kCpp, v); }
+  static void declare(std::ostream& os, const Program& p, const Kernel& k) { c_render::declare(kCpp, os, p, k); }
 
   // Opens a loop on the pool over the product of `dims` (name, extent),
   // outermost first: each iteration f_ gives every name its index. The
@@ -626,8 +507,7 @@ class CppEmitter {
           loops(os, p, k, live_red, 0, false, false);
           os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; double v = (double)"
              << ex(k, k.value) << "; " << (k.is_max ? "accs[c] = v > accs[c] ? v : accs[c];" : "accs[c] += v;") << " }\n";
-          std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue, p.bufs[static_cast<std::size_t>(k.out_buf)].dtype)
-                                               : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
+          std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
           os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; const double acc = accs[c]; "
              << out << "[" << ex(k, k.store) << "] = " << stored << "; }\n  }\n";
           if (par) os << "  });\n";
@@ -638,8 +518,7 @@ class CppEmitter {
         loops(os, p, k, red, 0, false, false);
         os << "    { double v = (double)" << ex(k, k.value) << "; "
            << (k.is_max ? "acc = v > acc ? v : acc;" : "acc += v;") << " }\n";
-        std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue, p.bufs[static_cast<std::size_t>(k.out_buf)].dtype)
-                                             : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
+        std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
         // An epilogue sees the accumulator converted to the reduction's type.
         os << "    " << out << "[" << ex(k, k.store) << "] = " << stored << ";\n  }\n" << close;
         (void)any_kept;
