@@ -452,6 +452,135 @@ class CppEmitter {
     return close;
   }
 
+  // Column reduction (the one kept dimension c is the innermost, e.g. a bias
+  // gradient summing rows): accumulate a block of columns per row, so the
+  // inner loop runs along memory and vectorizes. Each column still sums its
+  // rows in order, in double: the same numbers as reduce()'s general loop.
+  static void column_reduce(std::ostream& os, const Program& p, const Kernel& k, const std::string& out, std::size_t c,
+                            const std::vector<std::size_t>& live_red, int64_t work) {
+    int64_t n = k.loop[c];
+    int64_t block = work >= 32768 && n >= 128 ? 64 : 256;
+    std::string iv = "i" + std::to_string(c), init = k.is_max ? "-__builtin_inf()" : "0.0";
+    bool par = work >= 32768 && n > block;
+    if (par) {
+      int64_t blocks = (n + block - 1) / block;
+      os << "  tc_par(" << blocks << "LL, 1LL, 4, [&](int64_t lo_, int64_t hi_) {\n";
+      declare(os, p, k);
+      os << "  for (int64_t cb_ = lo_; cb_ < hi_; ++cb_) {\n    const int64_t c0 = cb_ * " << block << "LL;\n";
+    } else {
+      os << "  for (int64_t c0 = 0; c0 < " << n << "LL; c0 += " << block << ") {\n";
+    }
+    // Where the blocks divide the columns the block's width is a
+    // constant: -O2's very cheap vectorizer cost model takes only loops
+    // of known length (with a run-time `cn` the bias gradients of the
+    // Transformer step stayed scalar, about 1 ns an element).
+    os << "    double accs[" << block << "];\n";
+    if (n % block == 0)
+      os << "    constexpr int64_t cn = " << block << ";\n";
+    else
+      os << "    const int64_t cn = " << n << "LL - c0 < " << block << " ? " << n << "LL - c0 : " << block << ";\n";
+    os << "    for (int64_t c = 0; c < cn; ++c) accs[c] = " << init << ";\n";
+    loops(os, p, k, live_red, 0, false, false);
+    os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; double v = (double)"
+       << ex(k, k.value) << "; " << (k.is_max ? "accs[c] = v > accs[c] ? v : accs[c];" : "accs[c] += v;") << " }\n";
+    std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
+    os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; const double acc = accs[c]; "
+       << out << "[" << ex(k, k.store) << "] = " << stored << "; }\n  }\n";
+    if (par) os << "  });\n";
+  }
+
+  // A reduction: each kept index sums (or takes the max of) its reduced
+  // indices in double, in order; then the epilogue, if any.
+  static void reduce(std::ostream& os, const Program& p, const Kernel& k, const std::string& out, const std::vector<std::size_t>& all,
+                     int64_t work) {
+    std::vector<std::size_t> kept, red;
+    for (std::size_t d : all) (k.reduced[d] ? red : kept).push_back(d);
+    std::vector<std::size_t> live_kept, live_red;
+    for (std::size_t d : kept)
+      if (k.loop[d] != 1) live_kept.push_back(d);
+    for (std::size_t d : red)
+      if (k.loop[d] != 1) live_red.push_back(d);
+    if (live_kept.size() == 1 && !live_red.empty() && live_red.back() < live_kept[0]) {
+      column_reduce(os, p, k, out, live_kept[0], live_red, work);
+      return;
+    }
+    std::string close = loops(os, p, k, kept, work, true, false);
+    os << "  {\n    double acc = " << (k.is_max ? "-__builtin_inf()" : "0.0") << ";\n";
+    loops(os, p, k, red, 0, false, false);
+    os << "    { double v = (double)" << ex(k, k.value) << "; "
+       << (k.is_max ? "acc = v > acc ? v : acc;" : "acc += v;") << " }\n";
+    std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
+    // An epilogue sees the accumulator converted to the reduction's type.
+    os << "    " << out << "[" << ex(k, k.store) << "] = " << stored << ";\n  }\n" << close;
+  }
+
+  // A batch of matrix products as tc_gemm calls, split over the pool.
+  static void matmul(std::ostream& os, const Program& p, const Kernel& k, const std::string& out) {
+    int64_t mn = k.M * k.N;
+    if (k.M == 0 || k.N == 0) return;
+    if (k.K == 0) {
+      if (!k.accumulate) os << "  std::memset(" << out << ", 0, " << numel_bytes(p, k.out_buf) << ");\n";
+      return;
+    }
+    std::string oa = "0", ob = "0", oc = "0";
+    int64_t cs = mn;
+    for (std::size_t d = k.batch.size(); d-- > 0;) {
+      if (k.batch[d] == 1) continue;
+      std::string v = "j" + std::to_string(d);
+      oa += " + " + v + " * " + std::to_string(k.a_stride[d]) + "LL";
+      ob += " + " + v + " * " + std::to_string(k.b_stride[d]) + "LL";
+      oc += " + " + v + " * " + std::to_string(cs) + "LL";
+      cs *= k.batch[d];
+    }
+    // tc_gemm runs on one thread: the pool splits the work, over the
+    // batch of products when there is one, else over the larger of M and
+    // N, in blocks of 16 rows or 32 columns (whole tiles of gemm.h's
+    // kernels: 8 or 6 rows, 32 or 16 columns).
+    os << "  const float alpha = (float)(" << literal_d(k.alpha_scale);
+    if (k.alpha_buf >= 0) os << " * (double)p" << k.alpha_buf << "[0]";
+    os << ");\n";
+    int64_t nb = 1;
+    std::size_t batch_loops = 0;
+    for (int64_t b : k.batch) nb *= b, batch_loops += b != 1;
+    bool parallel = 2.0 * static_cast<double>(mn) * static_cast<double>(k.K) * static_cast<double>(nb) >= kParallelGemmFlops;
+    auto call = [&](const std::string& m, const std::string& n, const std::string& a, const std::string& b, const std::string& c) {
+      os << "    tc_gemm(" << (k.ta ? 1 : 0) << ", " << (k.tb ? 1 : 0) << ", " << m << ", " << n << ", "
+         << k.K << ", alpha, p" << k.a_buf << " + (" << a << "), " << (k.ta ? k.M : k.K) << ", p" << k.b_buf << " + (" << b
+         << "), " << (k.tb ? k.K : k.N) << ", " << (k.accumulate ? "1.0f" : "0.0f") << ", " << out << " + (" << c << "), "
+         << k.N << ");\n";
+    };
+    if (nb > 1 || !parallel) {
+      if (parallel && batch_loops > 0) {
+        std::vector<std::pair<std::string, int64_t>> bd;
+        for (std::size_t d = 0; d < k.batch.size(); ++d)
+          if (k.batch[d] != 1) bd.push_back({"j" + std::to_string(d), k.batch[d]});
+        open_parallel(os, p, k, bd, 1, 4);
+        call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
+        os << kCloseParallel;
+        return;
+      }
+      for (std::size_t d = 0; d < k.batch.size(); ++d)
+        if (k.batch[d] != 1) os << "  for (int64_t j" << d << " = 0; j" << d << " < " << k.batch[d] << "LL; ++j" << d << ")\n";
+      call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
+      return;
+    }
+    bool split_n = k.N >= k.M;
+    int64_t extent = split_n ? k.N : k.M;
+    // About two pieces per thread.
+    const int64_t unit = split_n ? 32 : 16, blocks = (extent + unit - 1) / unit;
+    os << "  tc_par(" << blocks << "LL, 1LL, 2, [&](int64_t lo_, int64_t hi_) {\n";
+    declare(os, p, k);
+    os << "    const int64_t s0 = lo_ * " << unit << ", s1 = hi_ * " << unit << " < " << extent << "LL ? hi_ * " << unit
+       << " : " << extent << "LL;\n"
+       << "    if (s0 < s1)\n  ";
+    if (split_n)
+      call(std::to_string(k.M), "s1 - s0", "0", k.tb ? "s0 * " + std::to_string(k.K) + "LL" : "s0", "s0");
+    else
+      call("s1 - s0", std::to_string(k.N), k.ta ? "s0" : "s0 * " + std::to_string(k.K) + "LL", "0",
+           "s0 * " + std::to_string(k.N) + "LL");
+    os << "  });\n";
+  }
+
   static void kernel(std::ostream& os, const Program& p, const Kernel& k, int index) {
     os << "// " << k.label << "\nTC_KERNEL void k" << index << "(void* const* b, int* err) {\n  (void)err;\n";
     declare(os, p, k);
@@ -465,65 +594,9 @@ class CppEmitter {
         os << "    " << out << "[" << ex(k, k.store) << "] = " << ex(k, k.value) << ";\n" << close;
         break;
       }
-      case Kernel::Reduce: {
-        std::vector<std::size_t> kept, red;
-        for (std::size_t d : all) (k.reduced[d] ? red : kept).push_back(d);
-        bool any_kept = false;
-        for (std::size_t d : kept) any_kept = any_kept || k.loop[d] != 1;
-        // Column reduction (the one kept dimension is the innermost, e.g. a
-        // bias gradient summing rows): accumulate a block of columns per row,
-        // so the inner loop runs along memory and vectorizes. Each column
-        // still sums its rows in order, in double: the same numbers as below.
-        std::vector<std::size_t> live_kept, live_red;
-        for (std::size_t d : kept)
-          if (k.loop[d] != 1) live_kept.push_back(d);
-        for (std::size_t d : red)
-          if (k.loop[d] != 1) live_red.push_back(d);
-        if (live_kept.size() == 1 && !live_red.empty() && live_red.back() < live_kept[0]) {
-          std::size_t c = live_kept[0];
-          int64_t n = k.loop[c];
-          int64_t block = work >= 32768 && n >= 128 ? 64 : 256;
-          std::string iv = "i" + std::to_string(c), init = k.is_max ? "-__builtin_inf()" : "0.0";
-          bool par = work >= 32768 && n > block;
-          if (par) {
-            int64_t blocks = (n + block - 1) / block;
-            os << "  tc_par(" << blocks << "LL, 1LL, 4, [&](int64_t lo_, int64_t hi_) {\n";
-            declare(os, p, k);
-            os << "  for (int64_t cb_ = lo_; cb_ < hi_; ++cb_) {\n    const int64_t c0 = cb_ * " << block << "LL;\n";
-          } else {
-            os << "  for (int64_t c0 = 0; c0 < " << n << "LL; c0 += " << block << ") {\n";
-          }
-          // Where the blocks divide the columns the block's width is a
-          // constant: -O2's very cheap vectorizer cost model takes only loops
-          // of known length (with a run-time `cn` the bias gradients of the
-          // Transformer step stayed scalar, about 1 ns an element).
-          os << "    double accs[" << block << "];\n";
-          if (n % block == 0)
-            os << "    constexpr int64_t cn = " << block << ";\n";
-          else
-            os << "    const int64_t cn = " << n << "LL - c0 < " << block << " ? " << n << "LL - c0 : " << block << ";\n";
-          os
-             << "    for (int64_t c = 0; c < cn; ++c) accs[c] = " << init << ";\n";
-          loops(os, p, k, live_red, 0, false, false);
-          os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; double v = (double)"
-             << ex(k, k.value) << "; " << (k.is_max ? "accs[c] = v > accs[c] ? v : accs[c];" : "accs[c] += v;") << " }\n";
-          std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
-          os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; const double acc = accs[c]; "
-             << out << "[" << ex(k, k.store) << "] = " << stored << "; }\n  }\n";
-          if (par) os << "  });\n";
-          break;
-        }
-        std::string close = loops(os, p, k, kept, work, true, false);
-        os << "  {\n    double acc = " << (k.is_max ? "-__builtin_inf()" : "0.0") << ";\n";
-        loops(os, p, k, red, 0, false, false);
-        os << "    { double v = (double)" << ex(k, k.value) << "; "
-           << (k.is_max ? "acc = v > acc ? v : acc;" : "acc += v;") << " }\n";
-        std::string stored = k.epilogue >= 0 ? ex(k, k.epilogue) : "((" + std::string(ctype(k.out_dtype)) + ")acc)";
-        // An epilogue sees the accumulator converted to the reduction's type.
-        os << "    " << out << "[" << ex(k, k.store) << "] = " << stored << ";\n  }\n" << close;
-        (void)any_kept;
+      case Kernel::Reduce:
+        reduce(os, p, k, out, all, work);
         break;
-      }
       case Kernel::Collective: {
         // Pack the inputs, then the host's all-reduce in place; a failure
         // ends the run (the runtime rethrows what the host kept).
@@ -554,72 +627,9 @@ class CppEmitter {
         loops(os, p, k, all, 0, false, false);
         os << "    " << out << "[" << ex(k, k.store) << "] += " << ex(k, k.value) << ";\n";
         break;
-      case Kernel::MatMul: {
-        int64_t mn = k.M * k.N;
-        if (k.M == 0 || k.N == 0) break;
-        if (k.K == 0) {
-          if (!k.accumulate) os << "  std::memset(" << out << ", 0, " << numel_bytes(p, k.out_buf) << ");\n";
-          break;
-        }
-        std::string oa = "0", ob = "0", oc = "0";
-        int64_t cs = mn;
-        for (std::size_t d = k.batch.size(); d-- > 0;) {
-          if (k.batch[d] == 1) continue;
-          std::string v = "j" + std::to_string(d);
-          oa += " + " + v + " * " + std::to_string(k.a_stride[d]) + "LL";
-          ob += " + " + v + " * " + std::to_string(k.b_stride[d]) + "LL";
-          oc += " + " + v + " * " + std::to_string(cs) + "LL";
-          cs *= k.batch[d];
-        }
-        // tc_gemm runs on one thread: the pool splits the work, over the
-        // batch of products when there is one, else over the larger of M and
-        // N, in blocks of 16 rows or 32 columns (whole tiles of gemm.h's
-        // kernels: 8 or 6 rows, 32 or 16 columns).
-        os << "  const float alpha = (float)(" << literal_d(k.alpha_scale);
-        if (k.alpha_buf >= 0) os << " * (double)p" << k.alpha_buf << "[0]";
-        os << ");\n";
-        int64_t nb = 1;
-        std::size_t batch_loops = 0;
-        for (int64_t b : k.batch) nb *= b, batch_loops += b != 1;
-        bool parallel = 2.0 * static_cast<double>(mn) * static_cast<double>(k.K) * static_cast<double>(nb) >= kParallelGemmFlops;
-        auto call = [&](const std::string& m, const std::string& n, const std::string& a, const std::string& b, const std::string& c) {
-          os << "    tc_gemm(" << (k.ta ? 1 : 0) << ", " << (k.tb ? 1 : 0) << ", " << m << ", " << n << ", "
-             << k.K << ", alpha, p" << k.a_buf << " + (" << a << "), " << (k.ta ? k.M : k.K) << ", p" << k.b_buf << " + (" << b
-             << "), " << (k.tb ? k.K : k.N) << ", " << (k.accumulate ? "1.0f" : "0.0f") << ", " << out << " + (" << c << "), "
-             << k.N << ");\n";
-        };
-        if (nb > 1 || !parallel) {
-          if (parallel && batch_loops > 0) {
-            std::vector<std::pair<std::string, int64_t>> bd;
-            for (std::size_t d = 0; d < k.batch.size(); ++d)
-              if (k.batch[d] != 1) bd.push_back({"j" + std::to_string(d), k.batch[d]});
-            open_parallel(os, p, k, bd, 1, 4);
-            call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
-            os << kCloseParallel;
-            break;
-          }
-          for (std::size_t d = 0; d < k.batch.size(); ++d)
-            if (k.batch[d] != 1) os << "  for (int64_t j" << d << " = 0; j" << d << " < " << k.batch[d] << "LL; ++j" << d << ")\n";
-          call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
-          break;
-        }
-        bool split_n = k.N >= k.M;
-        int64_t extent = split_n ? k.N : k.M;
-        // About two pieces per thread.
-        const int64_t unit = split_n ? 32 : 16, blocks = (extent + unit - 1) / unit;
-        os << "  tc_par(" << blocks << "LL, 1LL, 2, [&](int64_t lo_, int64_t hi_) {\n";
-        declare(os, p, k);
-        os << "    const int64_t s0 = lo_ * " << unit << ", s1 = hi_ * " << unit << " < " << extent << "LL ? hi_ * " << unit
-           << " : " << extent << "LL;\n"
-           << "    if (s0 < s1)\n  ";
-        if (split_n)
-          call(std::to_string(k.M), "s1 - s0", "0", k.tb ? "s0 * " + std::to_string(k.K) + "LL" : "s0", "s0");
-        else
-          call("s1 - s0", std::to_string(k.N), k.ta ? "s0" : "s0 * " + std::to_string(k.K) + "LL", "0",
-               "s0 * " + std::to_string(k.N) + "LL");
-        os << "  });\n";
+      case Kernel::MatMul:
+        matmul(os, p, k, out);
         break;
-      }
     }
     os << "}\n";
   }
