@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "index_affine.h"
@@ -64,6 +65,53 @@ std::string non_finite(double v, const char* nan, const char* inf) {
   if (std::isnan(v)) return nan;
   return v > 0 ? std::string(inf) : "(-" + std::string(inf) + ")";
 }
+
+// Prelude text in a dialect's spelling: "@fn" is the helpers' qualifier,
+// "@f{name}" a float function of the C math library, "@d{name}" a double one.
+std::string in_dialect(const Dialect& d, std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '@') {
+      out += text[i];
+    } else if (text.compare(i, 3, "@fn") == 0) {
+      out += d.fn_qualifier;
+      i += 2;
+    } else {
+      const std::size_t close = text.find('}', i);
+      out += d.libm_prefix;
+      out += text.substr(i + 3, close - i - 3);
+      if (text[i + 1] == 'f') out += d.libm_suffix;
+      i = close;
+    }
+  }
+  return out;
+}
+
+constexpr std::string_view kRandomHelpers = R"(@fn uint64_t tc_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+@fn double tc_u01(uint64_t s, uint64_t i) { return (double)(tc_mix64(tc_mix64(s) + i) >> 11) * 0x1.0p-53; }
+@fn double tc_n01(uint64_t s, uint64_t i) {
+  double u1 = tc_u01(s, 2 * i);
+  u1 = u1 > 1e-300 ? u1 : 1e-300;
+  double u2 = tc_u01(s, 2 * i + 1);
+  return @d{sqrt}(-2.0 * @d{log}(u1)) * @d{cos}(6.283185307179586 * u2);
+}
+@fn float tc_rand(uint64_t s, int64_t i, int kind) { return (float)(kind == 0 ? tc_n01(s, (uint64_t)i) : tc_u01(s, (uint64_t)i)); }
+@fn uint64_t tc_seed(int32_t lo, int32_t hi) { return (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32); }
+)";
+
+constexpr std::string_view kOpHelpers = R"(@fn float tc_relu(float a) { return a > 0 ? a : 0.0f; }
+@fn float tc_sigmoid(float a) { return 1.0f / (1.0f + @f{exp}(-a)); }
+@fn float tc_rsqrt(float a) { return 1.0f / @f{sqrt}(a); }
+@fn uint8_t tc_not(uint8_t a) { return !a; }
+template <class T> @fn T tc_add(T a, T b) { return (T)(a + b); }
+template <class T> @fn T tc_sub(T a, T b) { return (T)(a - b); }
+template <class T> @fn T tc_mul(T a, T b) { return (T)(a * b); }
+)";
 
 std::string op_expr(const Dialect& d, const Kernel& k, const KExpr& e) {
   const OpRow* r = row_of(e.op);
@@ -156,6 +204,9 @@ std::string ptr(const Dialect& d, const Program& p, int b) {
   else os << "(" << t << "*)((char*)b[" << p.num_inputs + p.num_outputs << "] + " << bd.offset << d.arena_suffix << ")";
   return os.str();
 }
+
+std::string random_helpers(const Dialect& d) { return in_dialect(d, kRandomHelpers); }
+std::string op_helpers(const Dialect& d) { return in_dialect(d, kOpHelpers); }
 
 void declare(const Dialect& d, std::ostream& os, const Program& p, const Kernel& k) {
   std::vector<int> bufs = k.reads;

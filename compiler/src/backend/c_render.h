@@ -2,8 +2,9 @@
 // way of tinygrad's CStyleLanguage): one renderer and one table of ops
 // (c_render.cpp), and a Dialect per language that holds only what differs
 // (cpu/codegen_cpp.cpp: C++ for g++; cuda/codegen_cuda.cpp: CUDA C for
-// NVRTC). A new elementwise op is one row of that table; the helpers its row
-// calls (tc_<name>) live in each dialect's prelude.
+// NVRTC). A new elementwise op is one row of that table, plus the helper its
+// row calls (tc_<name>) in op_helpers() when the dialects can write it alike,
+// else in each dialect's prelude.
 //
 // The rendered text is the code cache's key: a change here rebuilds every
 // cached graph, so keep it deliberate.
@@ -30,6 +31,7 @@ struct Dialect {
   // libm_suffix: "std::" + "tanh" + "", or "" + "tanh" + "f".
   const char* libm_prefix;
   const char* libm_suffix;
+  const char* fn_qualifier;  // on the prelude's helpers ("inline", or CUDA's "TC_D")
 };
 
 // The C type of a dtype: float, int32_t, uint8_t.
@@ -45,5 +47,12 @@ std::string expr(const Dialect& d, const Kernel& k, int i);
 std::string ptr(const Dialect& d, const Program& p, int b);
 // Declares p<buf> for every buffer the kernel reads or writes, one a line.
 void declare(const Dialect& d, std::ostream& os, const Program& p, const Kernel& k);
+
+// The prelude's helpers that every dialect writes alike, in its spelling:
+// the random numbers (bit-identical to compiler/src/random.h: eager and
+// compiled runs draw the same numbers) ...
+std::string random_helpers(const Dialect& d);
+// ... and helpers of kOps rows (relu, sigmoid, rsqrt, not, add, sub, mul).
+std::string op_helpers(const Dialect& d);
 
 }  // namespace tc::detail::c_render

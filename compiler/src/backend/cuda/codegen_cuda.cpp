@@ -18,13 +18,13 @@ using c_render::ctype;
 constexpr c_render::Dialect kCuda{
     .name = "CUDA", .restrict_kw = "__restrict__", .arena_suffix = "LL",
     .f32_nan = "TC_NANF", .f32_inf = "TC_INFF", .f64_nan = "(TC_INF - TC_INF)", .f64_inf = "TC_INF",
-    .libm_prefix = "", .libm_suffix = "f"};
+    .libm_prefix = "", .libm_suffix = "f", .fn_qualifier = "TC_D"};
 
-// Device helpers. The random functions must stay bit-identical to
-// compiler/src/random.h (eager and compiled runs draw the same numbers; the
-// device's double log/cos/sqrt are correctly rounded to within an ulp, and
-// the result is rounded to float).
-constexpr const char* kPreamble = R"(#ifdef __CUDACC_RTC__
+// Device helpers (preamble(): these texts around the helpers c_render writes
+// alike for every dialect). The random functions match compiler/src/random.h:
+// the device's double log/cos/sqrt are correctly rounded to within an ulp,
+// and the result is rounded to float.
+constexpr const char* kPreambleHead = R"(#ifdef __CUDACC_RTC__
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
@@ -35,22 +35,10 @@ typedef unsigned char uint8_t;
 #define TC_INFF __int_as_float(0x7f800000)
 #define TC_NANF __int_as_float(0x7fc00000)
 #define TC_INF __longlong_as_double(0x7ff0000000000000LL)
-TC_D uint64_t tc_mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-TC_D double tc_u01(uint64_t s, uint64_t i) { return (double)(tc_mix64(tc_mix64(s) + i) >> 11) * 0x1.0p-53; }
-TC_D double tc_n01(uint64_t s, uint64_t i) {
-  double u1 = tc_u01(s, 2 * i);
-  u1 = u1 > 1e-300 ? u1 : 1e-300;
-  double u2 = tc_u01(s, 2 * i + 1);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-TC_D float tc_rand(uint64_t s, int64_t i, int kind) { return (float)(kind == 0 ? tc_n01(s, (uint64_t)i) : tc_u01(s, (uint64_t)i)); }
-TC_D uint64_t tc_seed(int32_t lo, int32_t hi) { return (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32); }
-TC_D int64_t tc_chk(int64_t v, int64_t n, int* err) {
+)";
+
+// Then c_render's random helpers (random.h), and:
+constexpr const char* kPreambleMid = R"(TC_D int64_t tc_chk(int64_t v, int64_t n, int* err) {
   if (v < 0 || v >= n) { *err = 1; return 0; }
   return v;
 }
@@ -60,14 +48,10 @@ template <class T> TC_D T tc_neg(T a) { return (T)-a; }
 TC_D float tc_abs(float a) { return fabsf(a); }
 TC_D int32_t tc_abs(int32_t a) { return a < 0 ? -a : a; }
 TC_D uint8_t tc_abs(uint8_t a) { return a; }
-TC_D float tc_relu(float a) { return a > 0 ? a : 0.0f; }
-TC_D float tc_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
-TC_D float tc_rsqrt(float a) { return 1.0f / sqrtf(a); }
-TC_D uint8_t tc_not(uint8_t a) { return !a; }
-template <class T> TC_D T tc_add(T a, T b) { return (T)(a + b); }
-template <class T> TC_D T tc_sub(T a, T b) { return (T)(a - b); }
-template <class T> TC_D T tc_mul(T a, T b) { return (T)(a * b); }
-template <class T> TC_D T tc_div(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }
+)";
+
+// Then c_render's op helpers, and:
+constexpr const char* kPreambleTail = R"(template <class T> TC_D T tc_div(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }
 template <> TC_D float tc_div<float>(float a, float b) { return a / b; }
 template <class T> TC_D T tc_pow(T a, T b) { return (T)pow((double)a, (double)b); }
 template <> TC_D float tc_pow<float>(float a, float b) { return powf(a, b); }
@@ -107,7 +91,7 @@ constexpr const char* kBlockReduction = R"(TC_D double tc_block_NAME(double v, d
 
 const std::string& preamble() {
   static const std::string text = [] {
-    std::string out = kPreamble;
+    std::string out = kPreambleHead + c_render::random_helpers(kCuda) + kPreambleMid + c_render::op_helpers(kCuda) + kPreambleTail;
     for (auto [name, identity] : {std::pair{"sum", "0.0"}, std::pair{"max", "-TC_INF"}}) {
       std::string r = kBlockReduction;
       for (std::size_t at; (at = r.find("NAME")) != std::string::npos;) r.replace(at, 4, name);
