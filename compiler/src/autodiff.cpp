@@ -26,6 +26,100 @@ Tensor as_tensor(const NodePtr& n) {
   return Tensor(std::move(impl));
 }
 
+// Adjoints through the ops that move or reduce elements.
+void shape_backward(const Node& n, const Tensor& out, const Tensor& g, const std::vector<bool>& want, std::vector<Tensor>& r) {
+  const auto& w = n.where;
+  switch (n.op) {
+    case Op::Sum: {
+      Shape keep = n.inputs[0]->shape;
+      for (int64_t a : n.attrs.ints) keep[static_cast<std::size_t>(a)] = 1;
+      r[0] = broadcast_to(g.reshape(keep, w), n.inputs[0]->shape, w);
+      break;
+    }
+    case Op::Max: {
+      Shape keep = n.inputs[0]->shape;
+      for (int64_t a : n.attrs.ints) keep[static_cast<std::size_t>(a)] = 1;
+      Tensor m = cast(eq(as_tensor(n.inputs[0]), out.reshape(keep, w), w), DType::f32, w);
+      Tensor count = sum(m, n.attrs.ints, true, w);
+      r[0] = div(mul(m, g.reshape(keep, w), w), count, w);
+      break;
+    }
+    case Op::Reshape: r[0] = g.reshape(n.inputs[0]->shape, w); break;
+    case Op::Permute: {
+      std::vector<int64_t> inv(n.attrs.ints.size());
+      for (std::size_t i = 0; i < inv.size(); ++i)
+        inv[static_cast<std::size_t>(n.attrs.ints[i])] = static_cast<int64_t>(i);
+      r[0] = permute(g, inv, w);
+      break;
+    }
+    case Op::Slice: {
+      int64_t axis = n.attrs.ints[0], start = n.attrs.ints[1], end = n.attrs.ints[2];
+      const Shape& xs = n.inputs[0]->shape;
+      std::vector<Tensor> parts;
+      Shape s = xs;
+      if (start > 0) {
+        s[static_cast<std::size_t>(axis)] = start;
+        parts.push_back(zeros(s, g.dtype(), w));
+      }
+      parts.push_back(g);
+      if (end < xs[static_cast<std::size_t>(axis)]) {
+        s[static_cast<std::size_t>(axis)] = xs[static_cast<std::size_t>(axis)] - end;
+        parts.push_back(zeros(s, g.dtype(), w));
+      }
+      r[0] = concat(parts, axis, w);
+      break;
+    }
+    case Op::Concat: {
+      int64_t axis = n.attrs.ints[0], at = 0;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+        int64_t d = n.inputs[i]->shape[static_cast<std::size_t>(axis)];
+        if (want[i]) r[i] = slice(g, axis, at, at + d, w);
+        at += d;
+      }
+      break;
+    }
+    default: break;
+  }
+}
+
+// Adjoints through the fused ops: each has one gradient op of its own.
+void fused_backward(const Node& n, const NodePtr& self, const Tensor& g, const std::vector<bool>& want, std::vector<Tensor>& r) {
+  const auto& w = n.where;
+  switch (n.op) {
+    case Op::Attention: {
+      // One op for d qkv (scores recomputed from qkv); the mask has none.
+      if (!want[0]) break;
+      std::vector<NodePtr> ins{n.inputs[0], self, g.node()};
+      if (n.inputs.size() > 1) ins.push_back(n.inputs[1]);
+      r[0] = wrap(make_node(Op::AttentionGrad, DType::f32, n.inputs[0]->shape, ins, n.attrs, w));
+      break;
+    }
+    case Op::LayerNorm: {
+      // One op for d x, d gamma and d beta (packed as rows of [R + 2, D]).
+      const Shape& xs = n.inputs[0]->shape;
+      const int64_t D = xs.back(), R = D == 0 ? 0 : n.inputs[0]->numel() / D;
+      Tensor packed = wrap(make_node(Op::LayerNormGrad, DType::f32, {R + 2, D}, {n.inputs[0], n.inputs[1], g.node()}, n.attrs, w));
+      if (want[0]) r[0] = slice(packed, 0, 0, R, w).reshape(xs, w);
+      if (want[1]) r[1] = slice(packed, 0, R, R + 1, w).reshape({D}, w);
+      if (want[2]) r[2] = slice(packed, 0, R + 1, R + 2, w).reshape({D}, w);
+      break;
+    }
+    case Op::LayerNormGrad:
+      throw Error(std::string("tc::grad: a second derivative through layer_norm (") + w.file_name() + ":" +
+                  std::to_string(w.line()) + ") is not supported");
+    case Op::AttentionGrad:
+      throw Error(std::string("tc::grad: a second derivative through self_attention (") + w.file_name() + ":" +
+                  std::to_string(w.line()) + ") is not supported");
+    case Op::AllReduce:
+      for (bool x : want)
+        if (x)
+          throw Error(std::string("tc::grad: a gradient through tc::dist::all_reduce_mean (") + w.file_name() + ":" +
+                      std::to_string(w.line()) + ") is not supported; average the gradients, not the loss");
+      break;
+    default: break;
+  }
+}
+
 // Adjoints of node n's inputs given its adjoint g. Entries may be empty
 // (no gradient flows to that input).
 std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g,
@@ -84,59 +178,17 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
     case Op::Sqrt: to(0, div(mul(g, c(0.5), w), out, w)); break;
     case Op::Rsqrt: to(0, mul(mul(g, c(-0.5), w), div(out, in[0], w), w)); break;
     case Op::Abs: to(0, where(ge(in[0], c(0), w), g, neg(g, w), w)); break;
-    case Op::Sum: {
-      Shape keep = n.inputs[0]->shape;
-      for (int64_t a : n.attrs.ints) keep[static_cast<std::size_t>(a)] = 1;
-      r[0] = broadcast_to(g.reshape(keep, w), n.inputs[0]->shape, w);
-      break;
-    }
-    case Op::Max: {
-      Shape keep = n.inputs[0]->shape;
-      for (int64_t a : n.attrs.ints) keep[static_cast<std::size_t>(a)] = 1;
-      Tensor m = fmask(eq(in[0], out.reshape(keep, w), w));
-      Tensor count = sum(m, n.attrs.ints, true, w);
-      r[0] = div(mul(m, g.reshape(keep, w), w), count, w);
-      break;
-    }
     case Op::MatMul:
       if (want[0]) to(0, matmul(g, transpose(in[1], -2, -1, w), w));
       if (want[1]) to(1, matmul(transpose(in[0], -2, -1, w), g, w));
       break;
-    case Op::Reshape: r[0] = g.reshape(n.inputs[0]->shape, w); break;
-    case Op::Permute: {
-      std::vector<int64_t> inv(n.attrs.ints.size());
-      for (std::size_t i = 0; i < inv.size(); ++i)
-        inv[static_cast<std::size_t>(n.attrs.ints[i])] = static_cast<int64_t>(i);
-      r[0] = permute(g, inv, w);
-      break;
-    }
+    case Op::Sum:
+    case Op::Max:
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Slice:
+    case Op::Concat: shape_backward(n, out, g, want, r); break;
     case Op::Broadcast: to(0, g); break;
-    case Op::Slice: {
-      int64_t axis = n.attrs.ints[0], start = n.attrs.ints[1], end = n.attrs.ints[2];
-      const Shape& xs = n.inputs[0]->shape;
-      std::vector<Tensor> parts;
-      Shape s = xs;
-      if (start > 0) {
-        s[static_cast<std::size_t>(axis)] = start;
-        parts.push_back(zeros(s, g.dtype(), w));
-      }
-      parts.push_back(g);
-      if (end < xs[static_cast<std::size_t>(axis)]) {
-        s[static_cast<std::size_t>(axis)] = xs[static_cast<std::size_t>(axis)] - end;
-        parts.push_back(zeros(s, g.dtype(), w));
-      }
-      r[0] = concat(parts, axis, w);
-      break;
-    }
-    case Op::Concat: {
-      int64_t axis = n.attrs.ints[0], at = 0;
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-        int64_t d = n.inputs[i]->shape[static_cast<std::size_t>(axis)];
-        if (want[i]) r[i] = slice(g, axis, at, at + d, w);
-        at += d;
-      }
-      break;
-    }
     case Op::Gather:
       if (want[0]) r[0] = scatter_add(g, in[1], n.attrs.ints[0], n.inputs[0]->shape, w);
       break;
@@ -146,36 +198,11 @@ std::vector<Tensor> backward(const Node& n, const NodePtr& self, const Tensor& g
     case Op::Cast:
       if (n.inputs[0]->dtype == DType::f32 && n.dtype == DType::f32) r[0] = g;
       break;  // casts through integers carry no gradient
-    case Op::Attention: {
-      // One op for d qkv (scores recomputed from qkv); the mask has none.
-      if (!want[0]) break;
-      std::vector<NodePtr> ins{n.inputs[0], self, g.node()};
-      if (n.inputs.size() > 1) ins.push_back(n.inputs[1]);
-      r[0] = wrap(make_node(Op::AttentionGrad, DType::f32, n.inputs[0]->shape, ins, n.attrs, w));
-      break;
-    }
-    case Op::LayerNorm: {
-      // One op for d x, d gamma and d beta (packed as rows of [R + 2, D]).
-      const Shape& xs = n.inputs[0]->shape;
-      const int64_t D = xs.back(), R = D == 0 ? 0 : n.inputs[0]->numel() / D;
-      Tensor packed = wrap(make_node(Op::LayerNormGrad, DType::f32, {R + 2, D}, {n.inputs[0], n.inputs[1], g.node()}, n.attrs, w));
-      if (want[0]) r[0] = slice(packed, 0, 0, R, w).reshape(xs, w);
-      if (want[1]) r[1] = slice(packed, 0, R, R + 1, w).reshape({D}, w);
-      if (want[2]) r[2] = slice(packed, 0, R + 1, R + 2, w).reshape({D}, w);
-      break;
-    }
-    case Op::LayerNormGrad:
-      throw Error(std::string("tc::grad: a second derivative through layer_norm (") + w.file_name() + ":" +
-                  std::to_string(w.line()) + ") is not supported");
+    case Op::Attention:
+    case Op::LayerNorm:
     case Op::AttentionGrad:
-      throw Error(std::string("tc::grad: a second derivative through self_attention (") + w.file_name() + ":" +
-                  std::to_string(w.line()) + ") is not supported");
-    case Op::AllReduce:
-      for (bool x : want)
-        if (x)
-          throw Error(std::string("tc::grad: a gradient through tc::dist::all_reduce_mean (") + w.file_name() + ":" +
-                      std::to_string(w.line()) + ") is not supported; average the gradients, not the loss");
-      break;
+    case Op::LayerNormGrad:
+    case Op::AllReduce: fused_backward(n, self, g, want, r); break;
     default: break;  // leaves, comparisons, one_hot, not: no gradient
   }
   return r;

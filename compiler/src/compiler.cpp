@@ -17,40 +17,19 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "clock.h"
 #include "collective.h"
 #include "compile.h"
 #include "events.h"
-#include "random.h"
+#include "hash.h"
 #include "tc/memory.h"
 
 namespace tc::detail {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string site_of(const std::source_location& w) {
   return std::string(w.file_name()) + ":" + std::to_string(w.line());
 }
-
-struct Hasher {
-  uint64_t h = 0x6a09e667f3bcc908ULL;
-  void add(uint64_t v) { h = mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))); }
-  void add_double(double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, sizeof v);
-    add(v);
-  }
-};
 
 // Structural hash of a lowered graph; `shapes` false gives the shape-erased
 // hash (ranks stay; shapes, reshape targets, slice bounds and fill values go,

@@ -167,20 +167,24 @@ void on_setting(const char* name, const char* value) {
   tr::emit(tr::rec::RunEnv{.name = tr::intern(name), .value = tr::intern(value)});
 }
 
+namespace {
+// Kernel `kernel` of graph `graph_id` (0: eager) as the store records it.
+void emit_kernel(int64_t graph_id, int64_t kernel, const KernelRecord& r) {
+  tr::emit(tr::rec::Kernel{.graph_id = graph_id,
+                           .kernel = kernel,
+                           .kind = text(r.kind),
+                           .ops = text(r.ops),
+                           .loop = text(r.loop),
+                           .bytes_read = r.bytes_read,
+                           .bytes_written = r.bytes_written,
+                           .flops = r.flops,
+                           .sites = text(r.sites)});
+}
+}  // namespace
+
 void on_kernels(int64_t graph_id, const std::vector<KernelRecord>& kernels) {
   if (!tr::enabled()) return;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    const KernelRecord& r = kernels[k];
-    tr::emit(tr::rec::Kernel{.graph_id = graph_id,
-                             .kernel = static_cast<int64_t>(k),
-                             .kind = text(r.kind),
-                             .ops = text(r.ops),
-                             .loop = text(r.loop),
-                             .bytes_read = r.bytes_read,
-                             .bytes_written = r.bytes_written,
-                             .flops = r.flops,
-                             .sites = text(r.sites)});
-  }
+  for (std::size_t k = 0; k < kernels.size(); ++k) emit_kernel(graph_id, static_cast<int64_t>(k), kernels[k]);
 }
 
 bool timing_kernels() { return tr::enabled(); }
@@ -198,15 +202,7 @@ void on_kernel_times(int64_t execution_id, int64_t graph_id, const uint64_t* tic
 
 void on_eager_kernel(int64_t kernel, const KernelRecord& r) {
   if (!tr::enabled()) return;
-  tr::emit(tr::rec::Kernel{.graph_id = 0,
-                           .kernel = kernel,
-                           .kind = text(r.kind),
-                           .ops = text(r.ops),
-                           .loop = text(r.loop),
-                           .bytes_read = r.bytes_read,
-                           .bytes_written = r.bytes_written,
-                           .flops = r.flops,
-                           .sites = text(r.sites)});
+  emit_kernel(0, kernel, r);
 }
 
 uint32_t recording_session() { return tr::enabled() ? tr::detail::g_session.load(std::memory_order_relaxed) : 0; }

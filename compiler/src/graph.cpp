@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "clock.h"
 #include "compile.h"
 #include "events.h"
 #include "ir.h"
@@ -38,12 +39,6 @@ struct State {
 State& state() {
   static State s;
   return s;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

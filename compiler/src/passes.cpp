@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "clock.h"
 #include "compile.h"
 
 namespace tc::detail {
@@ -406,12 +407,6 @@ void fuse_epilogues(CGraph& g) {
     rt.epilogue_of = static_cast<int>(r);
     red.materialize = false;
   }
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

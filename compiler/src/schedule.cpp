@@ -372,43 +372,49 @@ std::string label_of(const CGraph& g, int root) {
   return s;
 }
 
-}  // namespace
+// What the stages of schedule() share.
+struct Scheduling {
+  const CGraph& graph;  // as lowered (its inplace_ok)
+  CGraph& g;            // the scheduled graph: graph plus the outputs' copies
+  Program p;
+  std::vector<int> buf_of;                           // node -> buffer, -1 when inlined
+  std::vector<std::map<int, bool>> loads;            // per kernel: Builder::identity_loads
+  std::vector<std::pair<std::size_t, int>> inplace;  // (kernel, input slot)
+  std::vector<int> order;                            // kernels in run order
+};
 
-Program schedule(const CGraph& graph, CGraph* scheduled) {
-  CGraph& g = *scheduled;
-  g = graph;
-  // An output that is a leaf, or a second output slot of one node with another
-  // category, gets its own copy (an identity reshape).
-  std::set<int> claimed;
+void copy_leaf_outputs(Scheduling& s) {
+  CGraph& g = s.g;
   for (int& o : g.outputs) {
     CNode& n = g.nodes[static_cast<std::size_t>(o)];
-    if (n.is_leaf()) {
-      CNode c;
-      c.op = Op::Reshape;
-      c.dtype = n.dtype;
-      c.shape = n.shape;
-      c.in = {o};
-      c.where = n.where;
-      c.materialize = true;
-      g.nodes.push_back(c);
-      o = static_cast<int>(g.nodes.size()) - 1;
-    }
-    claimed.insert(o);
+    if (!n.is_leaf()) continue;
+    CNode c;
+    c.op = Op::Reshape;
+    c.dtype = n.dtype;
+    c.shape = n.shape;
+    c.in = {o};
+    c.where = n.where;
+    c.materialize = true;
+    g.nodes.push_back(c);
+    o = static_cast<int>(g.nodes.size()) - 1;
   }
+}
+
+void declare_buffers(Scheduling& s) {
+  const CGraph& g = s.g;
+  Program& p = s.p;
   std::vector<bool> is_out(g.nodes.size(), false);
   for (int o : g.outputs) is_out[static_cast<std::size_t>(o)] = true;
-
-  Program p;
   p.num_outputs = static_cast<int>(g.outputs.size());
-  std::vector<int> buf_of(g.nodes.size(), -1);
+  s.buf_of.assign(g.nodes.size(), -1);
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].is_leaf()) p.num_inputs = std::max(p.num_inputs, g.nodes[i].input_slot + 1);
-  p.num_inputs = std::max<int>(p.num_inputs, static_cast<int>(graph.inplace_ok.size()));
-  for (int s = 0; s < p.num_inputs; ++s) p.bufs.push_back({BufKind::input, s});
+  p.num_inputs = std::max<int>(p.num_inputs, static_cast<int>(s.graph.inplace_ok.size()));
+  for (int slot = 0; slot < p.num_inputs; ++slot) p.bufs.push_back({BufKind::input, slot});
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const CNode& n = g.nodes[i];
     if (n.is_leaf()) {
-      buf_of[i] = n.input_slot;
+      s.buf_of[i] = n.input_slot;
       p.bufs[static_cast<std::size_t>(n.input_slot)].node = static_cast<int>(i);
       p.bufs[static_cast<std::size_t>(n.input_slot)].dtype = n.dtype;
       p.bufs[static_cast<std::size_t>(n.input_slot)].bytes = n.numel() * dtype_size(n.dtype);
@@ -424,212 +430,250 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
     b.dtype = n.dtype;
     b.bytes = n.numel() * dtype_size(n.dtype);
     if (is_out[i])
-      for (std::size_t s = 0; s < g.outputs.size(); ++s)
-        if (g.outputs[s] == static_cast<int>(i) && b.slot < 0) b.slot = static_cast<int>(s);
-    buf_of[i] = static_cast<int>(p.bufs.size());
+      for (std::size_t o = 0; o < g.outputs.size(); ++o)
+        if (g.outputs[o] == static_cast<int>(i) && b.slot < 0) b.slot = static_cast<int>(o);
+    s.buf_of[i] = static_cast<int>(p.bufs.size());
     p.bufs.push_back(b);
   }
-  for (std::size_t s = 0; s < g.outputs.size(); ++s) p.output_buf[s] = buf_of[static_cast<std::size_t>(g.outputs[s])];
+  for (std::size_t o = 0; o < g.outputs.size(); ++o) p.output_buf[o] = s.buf_of[static_cast<std::size_t>(g.outputs[o])];
+}
 
-  // Kernels in topological order of their roots.
-  std::vector<std::map<int, bool>> loads;
+// ---- one function per kernel kind: fills b.k for the materialized node n.
+
+// The buffer behind operand `in` of a kernel that reads whole buffers.
+int operand_buffer(Builder& b, int in, const char* what) {
+  int base = buffer_base(b.g, in);
+  int buf = base < 0 ? -1 : b.buf_of[static_cast<std::size_t>(base)];
+  if (buf < 0) throw Error(std::string("tc: internal: ") + what + " input has no buffer");
+  b.identity_loads[buf] = false;
+  return buf;
+}
+
+void collective_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::Collective;
+  k.loop = n.shape;
+  k.ordinal = n.attrs.ints.at(0);
+  for (int in : n.in) {
+    int buf = b.buf_of[static_cast<std::size_t>(in)];
+    if (buf < 0) throw Error("tc: internal: a collective's input has no buffer");
+    k.pack.push_back(buf);
+    b.identity_loads[buf] = false;
+  }
+}
+
+void attention_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::Attention;
+  k.backward = n.op == Op::AttentionGrad;
+  const Shape& x = b.g.nodes[static_cast<std::size_t>(n.in[0])].shape;
+  const int64_t heads = n.attrs.ints.at(0);
+  k.loop = {x[0], x[1], heads, x[2] / 3 / heads};
+  k.alpha_scale = n.attrs.scalar;
+  k.a_buf = operand_buffer(b, n.in[0], "an attention");
+  std::size_t mask_at = k.backward ? 3 : 1;
+  if (n.in.size() > mask_at) k.b_buf = operand_buffer(b, n.in[mask_at], "an attention");
+  if (k.backward) {
+    k.o_buf = operand_buffer(b, n.in[1], "an attention");
+    k.do_buf = operand_buffer(b, n.in[2], "an attention");
+  }
+}
+
+void layer_norm_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::LayerNorm;
+  k.backward = n.op == Op::LayerNormGrad;
+  const CNode& x = b.g.nodes[static_cast<std::size_t>(n.in[0])];
+  const int64_t D = x.shape.back();
+  k.loop = {D == 0 ? 0 : x.numel() / D, D};
+  k.alpha_scale = n.attrs.scalar;
+  k.a_buf = operand_buffer(b, n.in[0], "a layer norm");
+  k.b_buf = operand_buffer(b, n.in[1], "a layer norm");
+  k.do_buf = operand_buffer(b, n.in[2], "a layer norm");
+}
+
+void matmul_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::MatMul;
+  const Shape &sa = b.g.nodes[static_cast<std::size_t>(n.in[0])].shape, &sb = b.g.nodes[static_cast<std::size_t>(n.in[1])].shape;
+  k.M = sa[sa.size() - 2];
+  k.K = sa.back();
+  k.N = sb.back();
+  k.batch.assign(n.shape.begin(), n.shape.end() - 2);
+  k.a_buf = b.buf_of[static_cast<std::size_t>(n.mm_base[0])];
+  k.b_buf = b.buf_of[static_cast<std::size_t>(n.mm_base[1])];
+  k.ta = n.mm_trans[0];
+  k.tb = n.mm_trans[1];
+  auto bst = [&](const Shape& s, int64_t mat) {
+    Shape bs(s.begin(), s.end() - 2);
+    std::vector<int64_t> st(k.batch.size(), 0);
+    auto cs = contiguous_strides(bs);
+    std::size_t lead = k.batch.size() - bs.size();
+    for (std::size_t d = 0; d < bs.size(); ++d) st[lead + d] = bs[d] == 1 ? 0 : cs[d] * mat;
+    return st;
+  };
+  k.a_stride = bst(sa, k.M * k.K);
+  k.b_stride = bst(sb, k.K * k.N);
+  b.identity_loads[k.a_buf] = false;
+  b.identity_loads[k.b_buf] = false;
+}
+
+void scatter_add_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::ScatterAdd;
+  const CNode& src = b.g.nodes[static_cast<std::size_t>(n.in[0])];
+  const CNode& ids = b.g.nodes[static_cast<std::size_t>(n.in[1])];
+  auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
+  std::size_t ri = ids.shape.size();
+  k.loop = src.shape;
+  auto v = b.vars(src.shape);
+  b.root_idx = {};  // nothing is read at the root's own index
+  k.value = b.val(n.in[0], v);
+  std::vector<int> ii(v.begin() + static_cast<std::ptrdiff_t>(ax), v.begin() + static_cast<std::ptrdiff_t>(ax + ri));
+  KExpr c{KOp::Chk};
+  c.a = b.val(n.in[1], ii);
+  c.i = n.shape[ax];
+  int chk = b.add(c);
+  int64_t inner = 1;
+  for (std::size_t d = ax + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
+  Shape outer_s(n.shape.begin(), n.shape.begin() + static_cast<std::ptrdiff_t>(ax));
+  Shape inner_s(n.shape.begin() + static_cast<std::ptrdiff_t>(ax + 1), n.shape.end());
+  int o = b.offset(outer_s, std::vector<int>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(ax)));
+  int c_off = b.offset(inner_s, std::vector<int>(v.begin() + static_cast<std::ptrdiff_t>(ax + ri), v.end()));
+  k.store = b.ibin(KOp::IAdd, b.ibin(KOp::IMul, b.ibin(KOp::IAdd, b.ibin(KOp::IMul, o, b.iconst(n.shape[ax])), chk), b.iconst(inner)), c_off);
+  k.dim = n.shape[ax];
+}
+
+// A reduction, or the elementwise epilogue fused into one (n.epilogue_of).
+void reduce_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::Reduce;
+  int r = n.epilogue_of >= 0 ? n.epilogue_of : k.root;
+  const CNode& red = b.g.nodes[static_cast<std::size_t>(r)];
+  const CNode& x = b.g.nodes[static_cast<std::size_t>(red.in[0])];
+  k.is_max = red.op == Op::Max;
+  k.loop = x.shape;
+  k.reduced.assign(x.shape.size(), false);
+  for (int64_t a : red.attrs.ints) k.reduced[static_cast<std::size_t>(a)] = true;
+  auto v = b.vars(x.shape);
+  std::vector<int> out_idx;
+  for (std::size_t d = 0; d < x.shape.size(); ++d) {
+    if (!k.reduced[d]) out_idx.push_back(v[d]);
+    else if (red.attrs.flag) out_idx.push_back(b.iconst(0));
+  }
+  b.root_idx = out_idx;
+  k.store = b.offset(n.shape, out_idx);
+  b.acc_node = r;
+  int saved_root = b.root;
+  b.root = r;  // the reduction itself is computed here, not loaded
+  k.value = b.val(red.in[0], v);
+  b.root = saved_root;
+  if (n.epilogue_of >= 0) k.epilogue = b.val(k.root, out_idx);
+}
+
+void elementwise_kernel(Builder& b, const CNode& n) {
+  Kernel& k = b.k;
+  k.kind = Kernel::Elementwise;
+  k.loop = n.shape;
+  b.root_idx = b.vars(n.shape);
+  k.value = b.val(k.root, b.root_idx);
+  k.store = b.offset(n.shape, b.root_idx);
+}
+
+using KernelFill = void (*)(Builder&, const CNode&);
+KernelFill kernel_fill(const CNode& n) {
+  if (n.op == Op::AllReduce) return collective_kernel;
+  if (is_attention(n.op)) return attention_kernel;
+  if (is_layer_norm(n.op)) return layer_norm_kernel;
+  if (n.op == Op::MatMul) return matmul_kernel;
+  if (n.op == Op::ScatterAdd) return scatter_add_kernel;
+  if (n.op == Op::Sum || n.op == Op::Max || n.epilogue_of >= 0) return reduce_kernel;
+  return elementwise_kernel;
+}
+
+void build_kernels(Scheduling& s) {
+  const CGraph& g = s.g;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const CNode& n = g.nodes[i];
     if (n.is_leaf() || !n.materialize) continue;
     Kernel k;
     k.root = static_cast<int>(i);
-    k.out_buf = buf_of[i];
+    k.out_buf = s.buf_of[i];
     k.out_dtype = n.dtype;
     k.label = label_of(g, k.root);
-    Builder b{g, buf_of, k, k.root, -1, -1, {}, {}};
-    if (n.op == Op::AllReduce) {
-      k.kind = Kernel::Collective;
-      k.loop = n.shape;
-      k.ordinal = n.attrs.ints.at(0);
-      for (int in : n.in) {
-        int buf = buf_of[static_cast<std::size_t>(in)];
-        if (buf < 0) throw Error("tc: internal: a collective's input has no buffer");
-        k.pack.push_back(buf);
-        b.identity_loads[buf] = false;
-      }
-    } else if (is_attention(n.op)) {
-      k.kind = Kernel::Attention;
-      k.backward = n.op == Op::AttentionGrad;
-      const Shape& x = g.nodes[static_cast<std::size_t>(n.in[0])].shape;
-      const int64_t heads = n.attrs.ints.at(0);
-      k.loop = {x[0], x[1], heads, x[2] / 3 / heads};
-      k.alpha_scale = n.attrs.scalar;
-      auto buffer = [&](int in) {
-        int base = buffer_base(g, in);
-        int buf = base < 0 ? -1 : buf_of[static_cast<std::size_t>(base)];
-        if (buf < 0) throw Error("tc: internal: an attention input has no buffer");
-        b.identity_loads[buf] = false;
-        return buf;
-      };
-      k.a_buf = buffer(n.in[0]);
-      std::size_t mask_at = k.backward ? 3 : 1;
-      if (n.in.size() > mask_at) k.b_buf = buffer(n.in[mask_at]);
-      if (k.backward) {
-        k.o_buf = buffer(n.in[1]);
-        k.do_buf = buffer(n.in[2]);
-      }
-    } else if (is_layer_norm(n.op)) {
-      k.kind = Kernel::LayerNorm;
-      k.backward = n.op == Op::LayerNormGrad;
-      const CNode& x = g.nodes[static_cast<std::size_t>(n.in[0])];
-      const int64_t D = x.shape.back();
-      k.loop = {D == 0 ? 0 : x.numel() / D, D};
-      k.alpha_scale = n.attrs.scalar;
-      auto buffer = [&](int in) {
-        int base = buffer_base(g, in);
-        int buf = base < 0 ? -1 : buf_of[static_cast<std::size_t>(base)];
-        if (buf < 0) throw Error("tc: internal: a layer norm input has no buffer");
-        b.identity_loads[buf] = false;
-        return buf;
-      };
-      k.a_buf = buffer(n.in[0]);
-      k.b_buf = buffer(n.in[1]);
-      k.do_buf = buffer(n.in[2]);
-    } else if (n.op == Op::MatMul) {
-      k.kind = Kernel::MatMul;
-      const Shape &sa = g.nodes[static_cast<std::size_t>(n.in[0])].shape,
-                  &sb = g.nodes[static_cast<std::size_t>(n.in[1])].shape;
-      k.M = sa[sa.size() - 2];
-      k.K = sa.back();
-      k.N = sb.back();
-      k.batch.assign(n.shape.begin(), n.shape.end() - 2);
-      k.a_buf = buf_of[static_cast<std::size_t>(n.mm_base[0])];
-      k.b_buf = buf_of[static_cast<std::size_t>(n.mm_base[1])];
-      k.ta = n.mm_trans[0];
-      k.tb = n.mm_trans[1];
-      auto bst = [&](const Shape& s, int64_t mat) {
-        Shape bs(s.begin(), s.end() - 2);
-        std::vector<int64_t> st(k.batch.size(), 0);
-        auto cs = contiguous_strides(bs);
-        std::size_t lead = k.batch.size() - bs.size();
-        for (std::size_t d = 0; d < bs.size(); ++d) st[lead + d] = bs[d] == 1 ? 0 : cs[d] * mat;
-        return st;
-      };
-      k.a_stride = bst(sa, k.M * k.K);
-      k.b_stride = bst(sb, k.K * k.N);
-      b.identity_loads[k.a_buf] = false;
-      b.identity_loads[k.b_buf] = false;
-    } else if (n.op == Op::ScatterAdd) {
-      k.kind = Kernel::ScatterAdd;
-      const CNode& src = g.nodes[static_cast<std::size_t>(n.in[0])];
-      const CNode& ids = g.nodes[static_cast<std::size_t>(n.in[1])];
-      auto ax = static_cast<std::size_t>(n.attrs.ints[0]);
-      std::size_t ri = ids.shape.size();
-      k.loop = src.shape;
-      auto v = b.vars(src.shape);
-      b.root_idx = {};  // nothing is read at the root's own index
-      k.value = b.val(n.in[0], v);
-      std::vector<int> ii(v.begin() + static_cast<std::ptrdiff_t>(ax), v.begin() + static_cast<std::ptrdiff_t>(ax + ri));
-      KExpr c{KOp::Chk};
-      c.a = b.val(n.in[1], ii);
-      c.i = n.shape[ax];
-      int chk = b.add(c);
-      int64_t inner = 1;
-      for (std::size_t d = ax + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
-      Shape outer_s(n.shape.begin(), n.shape.begin() + static_cast<std::ptrdiff_t>(ax));
-      Shape inner_s(n.shape.begin() + static_cast<std::ptrdiff_t>(ax + 1), n.shape.end());
-      int o = b.offset(outer_s, std::vector<int>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(ax)));
-      int c_off = b.offset(inner_s, std::vector<int>(v.begin() + static_cast<std::ptrdiff_t>(ax + ri), v.end()));
-      k.store = b.ibin(KOp::IAdd, b.ibin(KOp::IMul, b.ibin(KOp::IAdd, b.ibin(KOp::IMul, o, b.iconst(n.shape[ax])), chk), b.iconst(inner)), c_off);
-      k.dim = n.shape[ax];
-    } else if (n.op == Op::Sum || n.op == Op::Max || n.epilogue_of >= 0) {
-      k.kind = Kernel::Reduce;
-      int r = n.epilogue_of >= 0 ? n.epilogue_of : static_cast<int>(i);
-      const CNode& red = g.nodes[static_cast<std::size_t>(r)];
-      const CNode& x = g.nodes[static_cast<std::size_t>(red.in[0])];
-      k.is_max = red.op == Op::Max;
-      k.loop = x.shape;
-      k.reduced.assign(x.shape.size(), false);
-      for (int64_t a : red.attrs.ints) k.reduced[static_cast<std::size_t>(a)] = true;
-      auto v = b.vars(x.shape);
-      std::vector<int> out_idx;
-      for (std::size_t d = 0; d < x.shape.size(); ++d) {
-        if (!k.reduced[d]) out_idx.push_back(v[d]);
-        else if (red.attrs.flag) out_idx.push_back(b.iconst(0));
-      }
-      b.root_idx = out_idx;
-      k.store = b.offset(n.shape, out_idx);
-      b.acc_node = r;
-      int saved_root = b.root;
-      b.root = r;  // the reduction itself is computed here, not loaded
-      k.value = b.val(red.in[0], v);
-      b.root = saved_root;
-      if (n.epilogue_of >= 0) k.epilogue = b.val(k.root, out_idx);
-    } else {
-      k.kind = Kernel::Elementwise;
-      k.loop = n.shape;
-      b.root_idx = b.vars(n.shape);
-      k.value = b.val(k.root, b.root_idx);
-      k.store = b.offset(n.shape, b.root_idx);
-    }
+    Builder b{g, s.buf_of, k, k.root, -1, -1, {}, {}};
+    kernel_fill(n)(b, n);
     for (auto& [buf, ident] : b.identity_loads) k.reads.push_back(buf);
-    loads.push_back(b.identity_loads);
-    p.kernels.push_back(std::move(k));
+    s.loads.push_back(b.identity_loads);
+    s.p.kernels.push_back(std::move(k));
   }
+}
 
-  // In-place updates: an output computed elementwise from an input it reads
-  // only at its own index, whose buffer nobody else holds, takes that buffer.
-  // Every other reader of the input must run before the writer.
-  std::vector<std::vector<int>> after(p.kernels.size());  // extra edges: writer after readers
-  std::vector<int> producer(p.bufs.size(), -1);
-  for (std::size_t k = 0; k < p.kernels.size(); ++k) producer[static_cast<std::size_t>(p.kernels[k].out_buf)] = static_cast<int>(k);
+// An output computed elementwise from an input it reads only at its own
+// index, whose buffer nobody else holds, may take that buffer.
+void choose_inplace(Scheduling& s) {
+  const Program& p = s.p;
   std::set<int> used_inputs;
-  std::vector<std::pair<std::size_t, int>> inplace;  // (kernel, input slot)
   for (std::size_t k = 0; k < p.kernels.size(); ++k) {
-    Kernel& kn = p.kernels[k];
+    const Kernel& kn = p.kernels[k];
     const BufDecl& ob = p.bufs[static_cast<std::size_t>(kn.out_buf)];
     if (kn.kind != Kernel::Elementwise || ob.kind != BufKind::output) continue;
-    for (auto& [buf, ident] : loads[k]) {
+    for (auto& [buf, ident] : s.loads[k]) {
       if (buf >= p.num_inputs || !ident || used_inputs.count(buf)) continue;
-      if (static_cast<std::size_t>(buf) >= graph.inplace_ok.size() || !graph.inplace_ok[static_cast<std::size_t>(buf)]) continue;
+      if (static_cast<std::size_t>(buf) >= s.graph.inplace_ok.size() || !s.graph.inplace_ok[static_cast<std::size_t>(buf)]) continue;
       const BufDecl& ib = p.bufs[static_cast<std::size_t>(buf)];
       if (ib.dtype != ob.dtype || ib.bytes != ob.bytes) continue;
       used_inputs.insert(buf);
-      inplace.push_back({k, buf});
+      s.inplace.push_back({k, buf});
       break;
     }
   }
-  // Stable topological order with the extra edges (Kahn, lowest index first).
-  auto order_with = [&](const std::vector<std::pair<std::size_t, int>>& ip, std::vector<int>& order) {
-    std::size_t n = p.kernels.size();
-    std::vector<std::set<int>> deps(n);
+}
+
+// Stable topological order (Kahn, lowest index first) with an extra edge per
+// in-place update: every other reader of the input runs before its writer.
+// False when those edges make a cycle.
+bool order_with(const Program& p, const std::vector<std::pair<std::size_t, int>>& ip, std::vector<int>& order) {
+  std::vector<int> producer(p.bufs.size(), -1);
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) producer[static_cast<std::size_t>(p.kernels[k].out_buf)] = static_cast<int>(k);
+  std::size_t n = p.kernels.size();
+  std::vector<std::set<int>> deps(n);
+  for (std::size_t k = 0; k < n; ++k)
+    for (int b : p.kernels[k].reads)
+      if (producer[static_cast<std::size_t>(b)] >= 0) deps[k].insert(producer[static_cast<std::size_t>(b)]);
+  for (auto& [w, slot] : ip)
     for (std::size_t k = 0; k < n; ++k)
-      for (int b : p.kernels[k].reads)
-        if (producer[static_cast<std::size_t>(b)] >= 0) deps[k].insert(producer[static_cast<std::size_t>(b)]);
-    for (auto& [w, slot] : ip)
-      for (std::size_t k = 0; k < n; ++k)
-        if (k != w && std::count(p.kernels[k].reads.begin(), p.kernels[k].reads.end(), slot)) deps[w].insert(static_cast<int>(k));
-    std::vector<int> indeg(n, 0);
-    std::vector<std::vector<int>> users(n);
-    for (std::size_t k = 0; k < n; ++k)
-      for (int d : deps[k]) ++indeg[k], users[static_cast<std::size_t>(d)].push_back(static_cast<int>(k));
-    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-    for (std::size_t k = 0; k < n; ++k)
-      if (!indeg[k]) ready.push(static_cast<int>(k));
-    order.clear();
-    while (!ready.empty()) {
-      int k = ready.top();
-      ready.pop();
-      order.push_back(k);
-      for (int u : users[static_cast<std::size_t>(k)])
-        if (--indeg[static_cast<std::size_t>(u)] == 0) ready.push(u);
-    }
-    return order.size() == n;
-  };
-  std::vector<int> order;
-  if (!order_with(inplace, order)) {
-    inplace.clear();
-    order_with(inplace, order);
+      if (k != w && std::count(p.kernels[k].reads.begin(), p.kernels[k].reads.end(), slot)) deps[w].insert(static_cast<int>(k));
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (std::size_t k = 0; k < n; ++k)
+    for (int d : deps[k]) ++indeg[k], users[static_cast<std::size_t>(d)].push_back(static_cast<int>(k));
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (std::size_t k = 0; k < n; ++k)
+    if (!indeg[k]) ready.push(static_cast<int>(k));
+  order.clear();
+  while (!ready.empty()) {
+    int k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (int u : users[static_cast<std::size_t>(k)])
+      if (--indeg[static_cast<std::size_t>(u)] == 0) ready.push(u);
   }
-  for (auto& [w, slot] : inplace) {
+  return order.size() == n;
+}
+
+void order_kernels(Scheduling& s) {
+  if (order_with(s.p, s.inplace, s.order)) return;
+  s.inplace.clear();
+  order_with(s.p, s.inplace, s.order);
+}
+
+void take_inplace_buffers(Scheduling& s) {
+  Program& p = s.p;
+  for (auto& [w, slot] : s.inplace) {
     int old = p.kernels[w].out_buf;
-    for (std::size_t s = 0; s < p.output_buf.size(); ++s)
-      if (p.output_buf[s] == old) p.output_buf[s] = slot, p.inplace_input[s] = slot;
+    for (std::size_t o = 0; o < p.output_buf.size(); ++o)
+      if (p.output_buf[o] == old) p.output_buf[o] = slot, p.inplace_input[o] = slot;
     // Everyone reads the new value from the input's buffer now.
     for (Kernel& kn : p.kernels) {
       if (kn.out_buf == old) kn.out_buf = slot;
@@ -649,9 +693,29 @@ Program schedule(const CGraph& graph, CGraph* scheduled) {
     p.bufs[static_cast<std::size_t>(old)].node = -1;
   }
   std::vector<Kernel> ks;
-  for (int k : order) ks.push_back(std::move(p.kernels[static_cast<std::size_t>(k)]));
+  for (int k : s.order) ks.push_back(std::move(p.kernels[static_cast<std::size_t>(k)]));
   p.kernels = std::move(ks);
-  return p;
+}
+
+}  // namespace
+
+Program schedule(const CGraph& graph, CGraph* scheduled) {
+  struct Stage {
+    const char* name;
+    void (*fn)(Scheduling&);
+  };
+  static constexpr Stage kStages[] = {
+      {"copy_leaf_outputs", copy_leaf_outputs},        // an output that is an input gets its own copy (an identity reshape)
+      {"declare_buffers", declare_buffers},            // inputs, then a buffer per materialized node (output or arena)
+      {"build_kernels", build_kernels},                // a kernel per materialized node, in topological order of roots
+      {"choose_inplace", choose_inplace},              // outputs that may overwrite an input read at their own index
+      {"order_kernels", order_kernels},                // stable topological order, readers before in-place writers
+      {"take_inplace_buffers", take_inplace_buffers},  // those outputs take their inputs' buffers; kernels in that order
+  };
+  *scheduled = graph;
+  Scheduling s{graph, *scheduled, {}, {}, {}, {}, {}};
+  for (const Stage& st : kStages) st.fn(s);
+  return std::move(s.p);
 }
 
 namespace {

@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "backend/cpu/sha256.h"  // compiler/src
+#include "backend/cache/sha256.h"  // compiler/src
 
-using tc::detail::cpu::sha256_hex;
+using tc::detail::cache::sha256_hex;
 
 TEST(Sha256, KnownDigests) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

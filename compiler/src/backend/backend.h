@@ -8,7 +8,9 @@
 //
 // Adding a backend: a folder compiler/src/backend/NAME/ with a class that
 // implements Backend, and one row in the table of registry.cpp. Nothing else
-// in the compiler names a backend.
+// in the compiler names a backend. A C-like language renders the kernels'
+// expressions through c_render.h with a Dialect of its own; built code goes
+// to the code cache through cache/ (disk.h, code_cache.h for host objects).
 //
 // Contract for implementations:
 // - compile() turns a verified, planned Program into loaded code: render it in
@@ -29,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -98,6 +101,18 @@ class Backend {
     bool cached = false;
   };
   virtual Ceilings ceilings() = 0;
+};
+
+// A backend whose device memory is host memory (cpu, cuda-emulated).
+class HostMemoryBackend : public Backend {
+ public:
+  bool host_memory() const final { return true; }
+  void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) final {
+    if (bytes) std::memcpy(host_dst, device_src, bytes);
+  }
+  void copy_from_host(void* device_dst, const void* host_src, std::size_t bytes) final {
+    if (bytes) std::memcpy(device_dst, host_src, bytes);
+  }
 };
 
 // The backend of this process, chosen once at first use from TC_DEVICE

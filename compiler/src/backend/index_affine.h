@@ -1,7 +1,6 @@
-// Index arithmetic of the kernel IR in affine form (private to the
-// emitters): the C++ emitter (cpu/codegen_cpp.cpp) and the CUDA C emitter
-// (cuda/codegen_cuda.cpp) fold a kernel's IAdd/IMul/IDiv/IMod chains with it,
-// so both render the same index expressions.
+// Index arithmetic of the kernel IR in affine form (private to the C
+// renderer, c_render.cpp): it folds a kernel's IAdd/IMul/IDiv/IMod chains
+// with it, so every dialect renders the same index expressions.
 #pragma once
 
 #include <algorithm>
@@ -14,9 +13,6 @@
 
 namespace tc::detail::index_affine {
 
-// Renders a checked gather index (KOp::Chk) as the emitter renders it: the
-// atom an affine term stands for.
-using ChkAtom = std::string (*)(const Kernel& k, int i);
 
 // Index arithmetic in affine form: sum of coef * atom + c, every atom an
 // integer in [0, hi] and every coef and c >= 0. For such values C++'s / and
@@ -59,7 +55,10 @@ struct Affine {
 // Products and sums stay far below 2^62 here: extents and strides of real tensors.
 inline constexpr int64_t kAffineLimit = int64_t{1} << 40;
 
-inline std::optional<Affine> affine(const Kernel& k, int i, ChkAtom chk_atom) {
+// chk_atom(k, i) renders a checked gather index (KOp::Chk) as the renderer
+// does: the atom an affine term stands for.
+template <class ChkAtom>
+std::optional<Affine> affine(const Kernel& k, int i, const ChkAtom& chk_atom) {
   const KExpr& e = k.ex[static_cast<std::size_t>(i)];
   switch (e.k) {
     case KOp::Var: {

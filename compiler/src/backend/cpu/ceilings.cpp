@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "../cache/code_cache.h"
+#include "../cache/disk.h"
 #include "cpu.h"
 #include "gemm.h"
 
@@ -91,27 +93,22 @@ bool read_cached(const std::string& path, Measured& m) {
 }  // namespace
 
 Measured measure_ceilings() {
-  std::string path;
+  std::string dir, name;
   GemmKernel kernel = GemmKernel::blas;
   try {
     kernel = gemm_kernel();
-    path = cache_directory() + "/ceilings2-" + machine_key() + "-" + gemm_kernel_name(kernel) + ".txt";
+    name = "ceilings2-" + cache::machine_key() + "-" + gemm_kernel_name(kernel) + ".txt";
+    dir = cache::directory();
   } catch (...) {
-    path.clear();  // no usable cache directory: measure every time (the build will say why)
+    dir.clear();  // no usable cache directory: measure every time (the build will say why)
   }
   Measured m;
-  if (!path.empty() && read_cached(path, m)) return m;
+  if (!dir.empty() && read_cached(dir + "/" + name, m)) return m;
   m = {sgemm_gflops(kernel), copy_gbps(), false};
-  if (!path.empty()) {
+  if (!dir.empty()) {
     char text[128];
     std::snprintf(text, sizeof text, "tc ceilings 1\ngflops %.3f\ngbps %.3f\n", m.gflops, m.gbps);
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      bool ok = ::write(fd, text, std::strlen(text)) == static_cast<ssize_t>(std::strlen(text));
-      ok = ::close(fd) == 0 && ok;
-      if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
-    }
+    cache::put(dir, name, text);
   }
   return m;
 }

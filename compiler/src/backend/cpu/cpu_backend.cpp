@@ -1,25 +1,23 @@
 // The CPU backend: host memory, C++ code built by the system compiler, run
 // on the host's cores with one thread pool.
-#include <chrono>
+#include <dlfcn.h>
+
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
 
+#include "../../clock.h"
+#include "../../collective.h"
 #include "../backend.h"
+#include "../cache/code_cache.h"
 #include "cpu.h"
 #include "gemm.h"
 #include "runtime_api.h"
 
 namespace tc::detail::cpu {
 namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Host memory behind large buffers is kept for reuse: a training step frees
 // and allocates the same sizes every step, and fresh mappings from malloc
@@ -68,11 +66,25 @@ class CpuExecutable final : public Executable {
   RunFn fn_;
 };
 
-class CpuBackend final : public Backend {
+// The built object's tc_run, its loops given the process's pool and its
+// products tc's sgemm (runtime_api.h), its collectives the host's
+// (collective.h).
+RunFn bind(const cache::HostObject& b) {
+  auto fn = reinterpret_cast<RunFn>(::dlsym(b.handle, "tc_run"));
+  if (!fn) throw Error("tc: " + b.path + " has no tc_run (source at " + b.source_path + ")");
+  using SetRuntime = int (*)(const tc_runtime_api*);
+  auto set_runtime = reinterpret_cast<SetRuntime>(::dlsym(b.handle, "tc_set_runtime"));
+  if (!set_runtime || set_runtime(runtime_api()) != 0)
+    throw Error("tc: " + b.path + " does not take tc's runtime table (source at " + b.source_path + ")");
+  using SetHost = int (*)(const tc_host_api*);
+  if (auto set_host = reinterpret_cast<SetHost>(::dlsym(b.handle, "tc_set_host")); set_host && set_host(host_api()) != 0)
+    throw Error("tc: " + b.path + " does not take tc's collectives (source at " + b.source_path + ")");
+  return fn;
+}
+
+class CpuBackend final : public HostMemoryBackend {
  public:
   const char* name() const override { return "cpu"; }
-
-  bool host_memory() const override { return true; }
   void* alloc(std::size_t bytes) override {
     std::size_t n = block_size(bytes);
     if (void* p = blocks_.take(n)) return p;
@@ -83,21 +95,15 @@ class CpuBackend final : public Backend {
     std::size_t n = block_size(bytes);
     if (!blocks_.keep(ptr, n)) ::operator delete(ptr, std::align_val_t{64});
   }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
 
   CompiledCode compile(const Program& p, int64_t graph_id) override {
     CompiledCode out;
     int64_t t0 = now_ns();
-    int parts = build_parts(p.kernels.size());
+    int parts = cache::build_parts(p.kernels.size());
     std::string source = emit_cpp(p, "graph " + std::to_string(graph_id), parts);
     out.codegen_ns = now_ns() - t0;
-    Built b = build_and_load(source, graph_id, parts);
-    out.code = std::make_unique<CpuExecutable>(b.fn);
+    cache::HostObject b = cache::build_and_load(source, graph_id, parts);
+    out.code = std::make_unique<CpuExecutable>(bind(b));
     out.source_path = b.source_path;
     out.disk_hit = b.disk_hit;
     out.build_ns = b.disk_hit ? 0 : b.build_ns;

@@ -43,6 +43,8 @@
 #include <mutex>
 #include <thread>
 
+#include "../../clock.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TC_PAUSE() _mm_pause()
@@ -62,10 +64,6 @@ constexpr uint64_t kEpochLimit = uint64_t{1} << 24;
 constexpr int64_t kSpinMinNs = 4'000, kSpinStartNs = 32'000, kSpinMaxNs = 256'000;
 constexpr int64_t kCallerSpinNs = 50'000;
 constexpr int kStackedRegions = 3;
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);

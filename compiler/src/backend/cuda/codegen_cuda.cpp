@@ -3,31 +3,28 @@
 // reduction (a warp-shuffle then shared-memory block reduction, in double
 // like the C++ emitter), matrix products as cuBLAS calls of the host's plan.
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <optional>
 #include <sstream>
+#include <utility>
 
-#include "../index_affine.h"
+#include "../c_render.h"
 #include "cuda.h"
 
 namespace tc::detail::cuda {
 namespace {
 
-const char* ctype(DType d) {
-  switch (d) {
-    case DType::f32: return "float";
-    case DType::i32: return "int32_t";
-    case DType::b8: return "uint8_t";
-  }
-  return "?";
-}
+using c_render::ctype;
 
-// Device helpers. The random functions must stay bit-identical to
-// compiler/src/random.h (eager and compiled runs draw the same numbers; the
-// device's double log/cos/sqrt are correctly rounded to within an ulp, and
-// the result is rounded to float).
-constexpr const char* kPreamble = R"(#ifdef __CUDACC_RTC__
+// What CUDA C writes differently from the C++ dialect.
+constexpr c_render::Dialect kCuda{
+    .name = "CUDA", .restrict_kw = "__restrict__", .arena_suffix = "LL",
+    .f32_nan = "TC_NANF", .f32_inf = "TC_INFF", .f64_nan = "(TC_INF - TC_INF)", .f64_inf = "TC_INF",
+    .libm_prefix = "", .libm_suffix = "f", .fn_qualifier = "TC_D"};
+
+// Device helpers (preamble(): these texts around the helpers c_render writes
+// alike for every dialect). The random functions match compiler/src/random.h:
+// the device's double log/cos/sqrt are correctly rounded to within an ulp,
+// and the result is rounded to float.
+constexpr const char* kPreambleHead = R"(#ifdef __CUDACC_RTC__
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
@@ -38,22 +35,10 @@ typedef unsigned char uint8_t;
 #define TC_INFF __int_as_float(0x7f800000)
 #define TC_NANF __int_as_float(0x7fc00000)
 #define TC_INF __longlong_as_double(0x7ff0000000000000LL)
-TC_D uint64_t tc_mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-TC_D double tc_u01(uint64_t s, uint64_t i) { return (double)(tc_mix64(tc_mix64(s) + i) >> 11) * 0x1.0p-53; }
-TC_D double tc_n01(uint64_t s, uint64_t i) {
-  double u1 = tc_u01(s, 2 * i);
-  u1 = u1 > 1e-300 ? u1 : 1e-300;
-  double u2 = tc_u01(s, 2 * i + 1);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-TC_D float tc_rand(uint64_t s, int64_t i, int kind) { return (float)(kind == 0 ? tc_n01(s, (uint64_t)i) : tc_u01(s, (uint64_t)i)); }
-TC_D uint64_t tc_seed(int32_t lo, int32_t hi) { return (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32); }
-TC_D int64_t tc_chk(int64_t v, int64_t n, int* err) {
+)";
+
+// Then c_render's random helpers (random.h), and:
+constexpr const char* kPreambleMid = R"(TC_D int64_t tc_chk(int64_t v, int64_t n, int* err) {
   if (v < 0 || v >= n) { *err = 1; return 0; }
   return v;
 }
@@ -63,14 +48,10 @@ template <class T> TC_D T tc_neg(T a) { return (T)-a; }
 TC_D float tc_abs(float a) { return fabsf(a); }
 TC_D int32_t tc_abs(int32_t a) { return a < 0 ? -a : a; }
 TC_D uint8_t tc_abs(uint8_t a) { return a; }
-TC_D float tc_relu(float a) { return a > 0 ? a : 0.0f; }
-TC_D float tc_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
-TC_D float tc_rsqrt(float a) { return 1.0f / sqrtf(a); }
-TC_D uint8_t tc_not(uint8_t a) { return !a; }
-template <class T> TC_D T tc_add(T a, T b) { return (T)(a + b); }
-template <class T> TC_D T tc_sub(T a, T b) { return (T)(a - b); }
-template <class T> TC_D T tc_mul(T a, T b) { return (T)(a * b); }
-template <class T> TC_D T tc_div(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }
+)";
+
+// Then c_render's op helpers, and:
+constexpr const char* kPreambleTail = R"(template <class T> TC_D T tc_div(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }
 template <> TC_D float tc_div<float>(float a, float b) { return a / b; }
 template <class T> TC_D T tc_pow(T a, T b) { return (T)pow((double)a, (double)b); }
 template <> TC_D float tc_pow<float>(float a, float b) { return powf(a, b); }
@@ -92,27 +73,35 @@ TC_D double tc_warp_max(double v) {
   for (int o = 16; o > 0; o >>= 1) { double w = __shfl_down_sync(0xffffffffu, v, o); v = w > v ? w : v; }
   return v;
 }
-TC_D double tc_block_sum(double v, double* sh) {
-  v = tc_warp_sum(v);
+)";
+
+// The block reductions (tc_block_sum, tc_block_max): one text, its NAME and
+// the IDENTITY of idle lanes filled in by preamble().
+constexpr const char* kBlockReduction = R"(TC_D double tc_block_NAME(double v, double* sh) {
+  v = tc_warp_NAME(v);
   if (blockDim.x <= 32) return v;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   if (lane == 0) sh[warp] = v;
   __syncthreads();
-  if (warp == 0) v = tc_warp_sum(lane < (blockDim.x >> 5) ? sh[lane] : 0.0);
-  __syncthreads();
-  return v;
-}
-TC_D double tc_block_max(double v, double* sh) {
-  v = tc_warp_max(v);
-  if (blockDim.x <= 32) return v;
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  if (lane == 0) sh[warp] = v;
-  __syncthreads();
-  if (warp == 0) v = tc_warp_max(lane < (blockDim.x >> 5) ? sh[lane] : -TC_INF);
+  if (warp == 0) v = tc_warp_NAME(lane < (blockDim.x >> 5) ? sh[lane] : IDENTITY);
   __syncthreads();
   return v;
 }
 )";
+
+const std::string& preamble() {
+  static const std::string text = [] {
+    std::string out = kPreambleHead + c_render::random_helpers(kCuda) + kPreambleMid + c_render::op_helpers(kCuda) + kPreambleTail;
+    for (auto [name, identity] : {std::pair{"sum", "0.0"}, std::pair{"max", "-TC_INF"}}) {
+      std::string r = kBlockReduction;
+      for (std::size_t at; (at = r.find("NAME")) != std::string::npos;) r.replace(at, 4, name);
+      r.replace(r.find("IDENTITY"), 8, identity);
+      out += r;
+    }
+    return out;
+  }();
+  return text;
+}
 
 class CudaEmitter {
  public:
@@ -121,7 +110,7 @@ class CudaEmitter {
   CudaProgram emit() {
     out_.slots = static_cast<int>(p_.num_inputs + p_.num_outputs + 1 + 1);
     std::ostringstream os;
-    os << "// Generated by tc for graph " << graph_ << ": " << p_.kernels.size() << " kernels.\n" << kPreamble;
+    os << "// Generated by tc for graph " << graph_ << ": " << p_.kernels.size() << " kernels.\n" << preamble();
     for (std::size_t k = 0; k < p_.kernels.size(); ++k) kernel(os, p_.kernels[k], static_cast<int>(k));
     out_.source = os.str();
     return std::move(out_);
@@ -134,123 +123,9 @@ class CudaEmitter {
 
   int scratch_slot() const { return p_.num_inputs + p_.num_outputs + 1; }
 
-  std::string ptr(int b) const {
-    const BufDecl& d = p_.bufs[static_cast<std::size_t>(b)];
-    std::string t = ctype(d.dtype);
-    std::ostringstream os;
-    if (d.kind == BufKind::input) os << "(" << t << "*)b[" << d.slot << "]";
-    else if (d.kind == BufKind::output) os << "(" << t << "*)b[" << p_.num_inputs + d.slot << "]";
-    else os << "(" << t << "*)((char*)b[" << p_.num_inputs + p_.num_outputs << "] + " << d.offset << "LL)";
-    return os.str();
-  }
-
-  static std::string literal(DType dt, double v) {
-    char buf[64];
-    switch (dt) {
-      case DType::f32: {
-        float f = static_cast<float>(v);
-        if (std::isnan(f)) return "TC_NANF";
-        if (std::isinf(f)) return f > 0 ? "TC_INFF" : "(-TC_INFF)";
-        std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(f));
-        std::string s = buf;
-        if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-        return "(" + s + ")";
-      }
-      case DType::i32: return "((int32_t)" + std::to_string(static_cast<int32_t>(v)) + ")";
-      case DType::b8: return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
-    }
-    return "0";
-  }
-
-  static std::string literal_d(double v) {
-    if (std::isnan(v)) return "(TC_INF - TC_INF)";
-    if (std::isinf(v)) return v > 0 ? "TC_INF" : "(-TC_INF)";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    std::string s = buf;
-    if (s.find_first_of(".e") == std::string::npos) s += ".0";
-    return "(" + s + ")";
-  }
-
-  static std::string ex(const Kernel& k, int i) {
-    const KExpr& e = k.ex[static_cast<std::size_t>(i)];
-    auto a = [&] { return ex(k, e.a); };
-    auto b = [&] { return ex(k, e.b); };
-    if (e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) {
-      if (auto f = index_affine::affine(k, i, [](const Kernel& kk, int ii) { return ex(kk, ii); })) return f->str();
-    }
-    switch (e.k) {
-      case KOp::Var: return "i" + std::to_string(e.i);
-      case KOp::IConst: return e.i < 0 ? "(" + std::to_string(e.i) + "LL)" : std::to_string(e.i) + "LL";
-      case KOp::IAdd: return "(" + a() + " + " + b() + ")";
-      case KOp::IMul: return "(" + a() + " * " + b() + ")";
-      case KOp::IDiv: return "(" + a() + " / " + b() + ")";
-      case KOp::IMod: return "(" + a() + " % " + b() + ")";
-      case KOp::ILt: return "(" + a() + " < " + b() + ")";
-      case KOp::IEq: return "((int64_t)" + a() + " == " + b() + ")";
-      case KOp::FConst: return literal(e.dt, e.f);
-      case KOp::Load: return "p" + std::to_string(e.buf) + "[" + a() + "]";
-      case KOp::Chk: return "tc_chk((int64_t)" + a() + ", " + std::to_string(e.i) + "LL, err)";
-      case KOp::Seq: return "((void)" + a() + ", " + b() + ")";
-      case KOp::Acc: return "((" + std::string(ctype(e.dt)) + ")acc)";
-      case KOp::Cast: return "tc_cv<" + std::string(ctype(e.dt)) + ">((double)" + a() + ")";
-      case KOp::Select: return "(" + a() + " ? " + b() + " : " + ex(k, e.c) + ")";
-      case KOp::Arange:
-        return "tc_cv<" + std::string(ctype(e.dt)) + ">(" + literal_d(e.f) + " + (double)" + a() + " * " + literal_d(e.f2) + ")";
-      case KOp::Rand: {
-        std::string seed = e.b >= 0 ? "tc_seed(" + b() + ", " + ex(k, e.c) + ")" : std::to_string(static_cast<uint64_t>(e.i)) + "ULL";
-        return "tc_rand(" + seed + ", " + a() + ", " + std::to_string(static_cast<int>(e.f)) + ")";
-      }
-      case KOp::Unary: {
-        switch (e.op) {
-          case Op::Neg: return "tc_neg(" + a() + ")";
-          case Op::Abs: return "tc_abs(" + a() + ")";
-          case Op::Relu: return "tc_relu(" + a() + ")";
-          case Op::Tanh: return "tanhf(" + a() + ")";
-          case Op::Sigmoid: return "tc_sigmoid(" + a() + ")";
-          case Op::Exp: return "expf(" + a() + ")";
-          case Op::Log: return "logf(" + a() + ")";
-          case Op::Sqrt: return "sqrtf(" + a() + ")";
-          case Op::Rsqrt: return "tc_rsqrt(" + a() + ")";
-          case Op::Not: return "tc_not(" + a() + ")";
-          default: break;
-        }
-        break;
-      }
-      case KOp::Binary: {
-        std::string t = ctype(e.dt);
-        auto call = [&](const char* f) { return std::string(f) + "<" + t + ">(" + a() + ", " + b() + ")"; };
-        auto cmp = [&](const char* o) { return "(uint8_t)(" + a() + " " + o + " " + b() + ")"; };
-        switch (e.op) {
-          case Op::Add: return call("tc_add");
-          case Op::Sub: return call("tc_sub");
-          case Op::Mul: return call("tc_mul");
-          case Op::Div: return call("tc_div");
-          case Op::Pow: return call("tc_pow");
-          case Op::Maximum: return call("tc_max");
-          case Op::Minimum: return call("tc_min");
-          case Op::Lt: return cmp("<");
-          case Op::Le: return cmp("<=");
-          case Op::Gt: return cmp(">");
-          case Op::Ge: return cmp(">=");
-          case Op::Eq: return cmp("==");
-          case Op::Ne: return cmp("!=");
-          default: break;
-        }
-        break;
-      }
-    }
-    throw Error(std::string("tc: the cuda backend cannot render the expression of op ") + op_name(e.op) + " yet");
-  }
-
-  void declare(std::ostream& os, const Kernel& k) const {
-    std::vector<int> bufs = k.reads;
-    bufs.push_back(k.out_buf);
-    std::sort(bufs.begin(), bufs.end());
-    bufs.erase(std::unique(bufs.begin(), bufs.end()), bufs.end());
-    for (int b : bufs)
-      os << "  " << ctype(p_.bufs[static_cast<std::size_t>(b)].dtype) << "* __restrict__ p" << b << " = " << ptr(b) << ";\n";
-  }
+  static std::string ex(const Kernel& k, int i) { return c_render::expr(kCuda, k, i); }
+  static std::string literal_d(double v) { return c_render::literal_d(kCuda, v); }
+  void declare(std::ostream& os, const Kernel& k) const { c_render::declare(kCuda, os, p_, k); }
 
   // Gives each loop variable in `dims` its index from the flat `flat`
   // (row-major over those dims); extent-1 variables are 0.

@@ -17,9 +17,10 @@
 #include <optional>
 #include <vector>
 
+#include "../../clock.h"
 #include "../backend.h"
-#include "../cpu/cpu.h"
-#include "../cpu/sha256.h"
+#include "../cache/disk.h"
+#include "../cache/sha256.h"
 #include "api.h"
 #include "cuda.h"
 
@@ -98,39 +99,9 @@ class CachingAllocator {
   std::size_t kept_ = 0;
 };
 
-// ---- the cubin cache: TC_CACHE_DIR (checked by the CPU code cache), files
-// tc_cuda_<key>.cubin and .meta; a cubin is used only when it is a regular
-// file of this user, writable by no one else, whose SHA-256 and key match its
-// record. Written beside and renamed in, cubin first.
-bool read_trusted(const std::string& path, std::string& out, std::size_t limit) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st{};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 &&
-            static_cast<std::size_t>(st.st_size) <= limit;
-  if (ok) {
-    out.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (ok && got < out.size()) {
-      ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-      if (n <= 0) ok = false;
-      else got += static_cast<std::size_t>(n);
-    }
-  }
-  ::close(fd);
-  return ok;
-}
-
-void write_in(const std::string& dir, const std::string& name, const std::string& bytes) {
-  std::string tmp = dir + "/.tc-cuda-" + std::to_string(::getpid()) + "-XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return;  // a cache that cannot be written only costs a compile next time
-  bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0) ::unlink(tmp.c_str());
-}
-
-std::string meta_text(const std::string& key, const std::string& digest) { return "tc-cubin 1\nkey " + key + "\nsha256 " + digest + "\n"; }
+// The cubin cache: tc_cuda_<key>.cubin and its record .meta in the code
+// cache's directory, used only when the record matches (cache/disk.h).
+constexpr const char* kRecordKind = "tc-cubin 1";
 
 class CudaExecutable final : public Executable {
  public:
@@ -295,20 +266,20 @@ class CudaBackend final : public Backend {
     const std::string arch = "-arch=sm_" + std::to_string(dev_.sm);
     const char* const opts[] = {arch.c_str(), "--fmad=false", "-std=c++17"};
     const std::string key_text = cp.source + "|" + arch + "|nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "|--fmad=false -std=c++17";
-    const std::string key = cpu::sha256_hex(key_text);
-    const std::string dir = cpu::cache_directory();
+    const std::string key = cache::sha256_hex(key_text);
+    const std::string dir = cache::directory();
     const std::string base = "tc_cuda_" + key;
     out.source_path = dir + "/" + base + ".cu";
     std::string cubin, meta;
     const int64_t t1 = now_ns();
     auto cached = [&] {
-      return read_trusted(dir + "/" + base + ".cubin", cubin, std::size_t{1} << 30) &&
-             read_trusted(dir + "/" + base + ".meta", meta, 4096) && meta == meta_text(key, cpu::sha256_hex(cubin));
+      return cache::read_owned(dir + "/" + base + ".cubin", cubin, std::size_t{1} << 30) &&
+             cache::read_owned(dir + "/" + base + ".meta", meta, 4096) && meta == cache::record(kRecordKind, key, cubin);
     };
     // Not there: looked at again under the key's lock, where another
     // process's compile of it (a rank of the same job) has finished; only
-    // the first compiles (as the CPU code cache does).
-    std::optional<cpu::CacheKeyLock> lock;
+    // the first compiles (as for host objects).
+    std::optional<cache::CacheKeyLock> lock;
     bool hit = cached();
     if (!hit) {
       lock.emplace(dir + "/" + base + ".lock");
@@ -317,10 +288,10 @@ class CudaBackend final : public Backend {
     if (hit) {
       out.disk_hit = true;
     } else {
-      write_in(dir, base + ".cu", cp.source);
+      cache::put(dir, base + ".cu", cp.source);
       cubin = nvrtc_compile(*rtc, cp.source, graph_id, opts, 3, out.source_path);
-      write_in(dir, base + ".cubin", cubin);
-      write_in(dir, base + ".meta", meta_text(key, cpu::sha256_hex(cubin)));
+      cache::put(dir, base + ".cubin", cubin);
+      cache::put(dir, base + ".meta", cache::record(kRecordKind, key, cubin));
       out.build_ns = now_ns() - t1;
     }
     dev_.make_current();
@@ -337,11 +308,6 @@ class CudaBackend final : public Backend {
   Ceilings ceilings() override { return {}; }  // not measured on the GPU yet
 
  private:
-  static int64_t now_ns() {
-    struct timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-  }
   static std::string nvrtc_compile(const api::Nvrtc& rtc, const std::string& source, int64_t graph_id, const char* const* opts,
                                    int nopts, const std::string& kept) {
     const std::string context = "tc: cuda: NVRTC cannot compile graph " + std::to_string(graph_id);

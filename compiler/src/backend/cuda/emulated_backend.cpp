@@ -12,13 +12,13 @@
 #include <cblas.h>
 #include <dlfcn.h>
 
-#include <chrono>
 #include <cstring>
 #include <new>
 #include <sstream>
 
+#include "../../clock.h"
 #include "../backend.h"
-#include "../cpu/cpu.h"
+#include "../cache/code_cache.h"
 #include "cuda.h"
 
 namespace tc::detail::cuda {
@@ -283,25 +283,14 @@ class EmulatedExecutable final : public Executable {
   std::vector<float> scratch_;
 };
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-class EmulatedBackend final : public Backend {
+class EmulatedBackend final : public HostMemoryBackend {
  public:
   const char* name() const override { return "cuda-emulated"; }
-  bool host_memory() const override { return true; }
   void* alloc(std::size_t bytes) override {
     return ::operator new((std::max<std::size_t>(bytes, 1) + 63) / 64 * 64, std::align_val_t{64}, std::nothrow);
   }
   void free(void* ptr, std::size_t) override {
     if (ptr) ::operator delete(ptr, std::align_val_t{64});
-  }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
   }
   CompiledCode compile(const Program& p, int64_t graph_id) override {
     CompiledCode out;
@@ -309,14 +298,8 @@ class EmulatedBackend final : public Backend {
     CudaProgram cp = emit_cuda(p, graph_id);
     std::string source = emulated_source(cp);
     out.codegen_ns = now_ns() - t0;
-    cpu::Built built = cpu::build_and_load(source, graph_id, 1);
-    // The object the code cache loaded (and checked): find it again by the
-    // address of its tc_run for its launcher.
-    Dl_info info{};
-    void* handle = nullptr;
-    if (::dladdr(reinterpret_cast<void*>(built.fn), &info) != 0 && info.dli_fname)
-      handle = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    auto launch = handle ? reinterpret_cast<LaunchFn>(::dlsym(handle, "tc_emu_launch")) : nullptr;
+    cache::HostObject built = cache::build_and_load(source, graph_id, 1);
+    auto launch = reinterpret_cast<LaunchFn>(::dlsym(built.handle, "tc_emu_launch"));
     if (!launch) throw Error("tc: cuda-emulated: the object built for graph " + std::to_string(graph_id) + " has no tc_emu_launch (source at " + built.source_path + ")");
     out.code = std::make_unique<EmulatedExecutable>(std::move(cp), p, launch);
     out.source_path = built.source_path;
@@ -325,10 +308,8 @@ class EmulatedBackend final : public Backend {
     return out;
   }
   void synchronize() override {}
-  Ceilings ceilings() override {
-    cpu::Measured m = cpu::measure_ceilings();
-    return {m.gflops, m.gbps, m.cached};
-  }
+  // The CPU's, which runs the kernels.
+  Ceilings ceilings() override { return find_backend("cpu", nullptr)->ceilings(); }
 };
 
 }  // namespace

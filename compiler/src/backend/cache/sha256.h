@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-namespace tc::detail::cpu {
+namespace tc::detail::cache {
 
 std::string sha256_hex(std::string_view bytes);
 
-}  // namespace tc::detail::cpu
+}  // namespace tc::detail::cache

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace tc::detail::cpu {
+namespace tc::detail::cache {
 namespace {
 
 constexpr std::array<uint32_t, 64> kRound = {
@@ -67,4 +67,4 @@ std::string sha256_hex(std::string_view bytes) {
   return out;
 }
 
-}  // namespace tc::detail::cpu
+}  // namespace tc::detail::cache
