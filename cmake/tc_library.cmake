@@ -8,7 +8,7 @@ set_target_properties(tc PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJE
 # Whole archives, so that every public symbol is in the library. (CMake's
 # WHOLE_ARCHIVE feature refuses archives that also appear as dependencies of
 # one another, so the flags are spelled out.)
-set(tc_parts tc_compiler tc_collect tc_store tc_trace)
+set(tc_parts tc_compiler tc_collect tc_import tc_store tc_trace)
 add_dependencies(tc ${tc_parts} tc_collect_autostart)
 set(tc_whole "-Wl,--whole-archive")
 foreach(part ${tc_parts})

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tc::collect::json {
+namespace tc::import::json {
 
 struct Value {
   enum Type : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
@@ -37,4 +37,4 @@ struct Limits {
 // with *error set to one line ("expected ':' at offset 17").
 std::optional<Value> parse(std::string_view text, std::string* error = nullptr, Limits limits = {});
 
-}  // namespace tc::collect::json
+}  // namespace tc::import::json

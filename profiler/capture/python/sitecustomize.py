@@ -16,7 +16,7 @@ Cost: one NVTX mark per step, a few microseconds (docs/frameworks.md).
 
 For JAX (only once the program imports jax, and only when tc-profile set
 TC_JAX_LOG_DIR) it writes DIR/jax-PID.log, JSON lines that the collector
-imports at the end of the run (tc/collect/import.h, import_jax_log):
+imports at the end of the run (tc/import/import.h, import_jax_log):
   - the jax.monitoring durations of /jax/core/compile/* (tracing, lowering,
     backend compile), each with its fun_name;
   - the "TRACING CACHE MISS" explanations of jax_explain_cache_misses, which

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace tc::collect::json {
+namespace tc::import::json {
 
 const Value* Value::get(std::string_view key) const {
   if (type != kObject) return nullptr;
@@ -252,4 +252,4 @@ std::optional<Value> parse(std::string_view text, std::string* error, Limits lim
   return v;
 }
 
-}  // namespace tc::collect::json
+}  // namespace tc::import::json
