@@ -6,6 +6,7 @@
 // (then read the diff: every number must be the fixture's own).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,21 @@ TEST(ImportJson, StrictAndBounded) {
   EXPECT_FALSE(parse("\"unterminated"));
   EXPECT_FALSE(parse(std::string(100, '[') + std::string(100, ']')));
   EXPECT_TRUE(parse(std::string(60, '[') + std::string(60, ']')));
+}
+
+// What Python's json module writes beyond RFC 8259 is read as before simdjson.
+TEST(ImportJson, ReadsWhatPythonWrites) {
+  using tc::import::json::parse;
+  auto v = parse(R"({"nan": NaN, "inf": -Infinity, "s": "NaN", "big": 123456789012345678901234567890, "u": "\udcff\ud83d\ude00"})");
+  ASSERT_TRUE(v);
+  ASSERT_TRUE(v->number("nan"));
+  EXPECT_TRUE(std::isnan(*v->number("nan")));
+  EXPECT_TRUE(v->number("inf"));
+  EXPECT_EQ(v->str("s"), std::optional<std::string_view>("NaN"));
+  EXPECT_EQ(v->int64("big"), std::nullopt);
+  EXPECT_DOUBLE_EQ(*v->number("big"), 1.2345678901234568e29);
+  EXPECT_EQ(v->str("u"), std::optional<std::string_view>("\xef\xbf\xbd\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(parse("{\"a\": \"\xff\"}"));  // not UTF-8
 }
 
 }  // namespace

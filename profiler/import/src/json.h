@@ -1,5 +1,9 @@
-// A small strict JSON parser (RFC 8259) for the framework importers: input
-// written by another process, so every limit is checked and nothing throws.
+// Strict JSON (RFC 8259, through simdjson) for the framework importers, as a
+// plain tree: input written by another process, so every limit is checked
+// and nothing throws. Also read, as Python's json module writes them: NaN,
+// Infinity and -Infinity (numbers that are NaN), integers beyond 64 bits (not
+// integral), lone UTF-16 surrogate escapes (U+FFFD). Refused: duplicate keys,
+// nesting beyond Limits::max_depth, invalid UTF-8.
 #pragma once
 
 #include <cstdint>
