@@ -181,6 +181,21 @@ class _NotGiven:
 _NOT_GIVEN = _NotGiven()
 
 
+def _open_log(directory, prefix):
+    """DIR/PREFIX-PID.log (_JaxLog), flushed at exit and reopened by a forked child; None when it cannot be made."""
+    import atexit
+
+    log = _JaxLog(directory, prefix)
+    if log.fd is None:
+        return None
+    atexit.register(log.flush)
+    try:
+        os.register_at_fork(after_in_child=log.forked)
+    except Exception:
+        pass
+    return log
+
+
 def _wrap_reads(cls, methods, local, flag, log, now, program_frame, extra=dict):
     """Wraps each (name, kind, what) of `methods` on `cls` (a jax Array, a torch Tensor) so that a read by the
     program's own code is logged as a forced evaluation (k="eval", with extra()'s fields). program_frame(obj, depth)
@@ -218,20 +233,14 @@ def _register_jax(jax):
     directory = os.environ.get("TC_JAX_LOG_DIR")
     if not directory:
         return
-    import atexit
     import logging
     import threading
     import time
 
     now = time.monotonic_ns  # CLOCK_MONOTONIC: the store's clock
-    log = _JaxLog(directory)
-    if log.fd is None:
+    log = _open_log(directory, "jax")
+    if log is None:
         return
-    atexit.register(log.flush)
-    try:
-        os.register_at_fork(after_in_child=log.forked)
-    except Exception:
-        pass
     log.record(k="start", ts=now(), pid=log.pid, jax=str(getattr(jax, "__version__", "")))
     try:  # call sites in cache-miss explanations: the program's frame, not this hook's
         from jax._src import source_info_util
@@ -353,7 +362,6 @@ def _register_xla(torch_xla):
     directory = os.environ.get("TC_XLA_LOG_DIR")
     if not directory:
         return
-    import atexit
     import linecache
     import re
     import threading
@@ -369,14 +377,9 @@ def _register_xla(torch_xla):
     except Exception:
         return
     now = time.monotonic_ns
-    log = _JaxLog(directory, "xla")
-    if log.fd is None:
+    log = _open_log(directory, "xla")
+    if log is None:
         return
-    atexit.register(log.flush)
-    try:
-        os.register_at_fork(after_in_child=log.forked)
-    except Exception:
-        pass
     _XLA_STEPS.append(True)
     log.record(k="start", ts=now(), pid=log.pid, torch_xla=str(getattr(torch_xla, "__version__", "")),
                torch=str(getattr(torch, "__version__", "")))
