@@ -425,12 +425,12 @@ std::string framework_log(const tc::import::Framework& f, bool collect, bool qui
   return dir;
 }
 
-// NVTX and GPU activity (our injection libraries, unless the user attached a
-// tool of their own), the frameworks' logs (the collector imports them at
-// the end) and tc's Python hook: what the program gets, and what the run row
-// says about it.
 using FrameworkImports = std::vector<std::pair<const tc::import::Framework*, std::string>>;  // framework, log directory
 
+// NVTX and GPU activity (our injection libraries, unless the user attached a
+// tool of their own), the frameworks' logs (`imports`: the collector imports
+// them at the end) and tc's Python hook: what the program gets, and what the
+// run row says about it.
 ProgramEnv program_environment(const Options& o, tc::collect::RunInfo& info, FrameworkLogs& logs, FrameworkImports& imports) {
   ProgramEnv env;
   // libtc_cupti is built only with the CUDA toolkit: without it there is nothing to say.
