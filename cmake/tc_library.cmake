@@ -8,14 +8,15 @@ set_target_properties(tc PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJE
 # Whole archives, so that every public symbol is in the library. (CMake's
 # WHOLE_ARCHIVE feature refuses archives that also appear as dependencies of
 # one another, so the flags are spelled out.)
-set(tc_parts tc_compiler tc_collect tc_store tc_trace)
+set(tc_parts tc_compiler tc_collect tc_import tc_store tc_trace)
 add_dependencies(tc ${tc_parts} tc_collect_autostart)
 set(tc_whole "-Wl,--whole-archive")
 foreach(part ${tc_parts})
   list(APPEND tc_whole $<TARGET_FILE:${part}>)
 endforeach()
 list(APPEND tc_whole "-Wl,--no-whole-archive")
-target_link_libraries(tc PRIVATE ${tc_whole} SQLite::SQLite3 ${TC_BLAS_LIBRARY} Threads::Threads ${CMAKE_DL_LIBS})
+find_package(simdjson CONFIG REQUIRED)  # tc_import's JSON
+target_link_libraries(tc PRIVATE ${tc_whole} SQLite::SQLite3 simdjson::simdjson ${TC_BLAS_LIBRARY} Threads::Threads ${CMAKE_DL_LIBS})
 if(TC_HAVE_CUDA)
   target_link_libraries(tc PRIVATE CUDA::cudart)
 endif()

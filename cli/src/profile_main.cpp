@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -22,14 +23,18 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli_support.h"
 #include "rank_output.h"
 #include "tc/analysis/format.h"
 #include "tc/collect/collector.h"
+#include "tc/import/frameworks.h"
 #include "tc/store/output.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
@@ -266,47 +271,61 @@ struct TempStore {
   }
 };
 
-}  // namespace
+// ---------------------------------------------------------------- options
 
-int main(int argc, char** argv) {
+struct Options {
+  std::string output = "run.tcdb";
+  bool force = false, debug = false, quiet = false;
+  uint32_t rings = 64;
+  uint64_t ring_slots = 1u << 16;
+  std::string step_range;
+  bool no_nvtx = false, no_cupti = false, no_python_hooks = false, no_framework_logs = false;
+  std::vector<std::string> command;  // the program and its arguments
+};
+
+// --no-framework-logs' help: what each framework of the table gives.
+std::string framework_logs_help() {
+  std::string help =
+      "Do not collect the frameworks' logs. By default tc-profile gives each a private directory (removed at the end) and "
+      "imports it into the store when the program ends:";
+  for (const tc::import::Framework& f : tc::import::frameworks()) {
+    help += std::string(" ") + f.title + ": " + f.imports + " (" + f.variable;
+    if (f.hook) help += ", written by the Python hook";
+    if (f.user_dir) help += std::string("; a ") + f.variable + " you set is used and kept";
+    help += std::string("; ") + f.docs + ").";
+  }
+  return help;
+}
+
+// Parses tc-profile's own arguments; the exit status when it must stop here (--help, bad usage).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{
       "Run a training program with tc's profiler on and write everything it records to a store.\n"
       "Then read the store with `tc-analyze FILE` (report and fixes) or `tc-viewer FILE` (timeline).\n\n"
       "  tc-profile -o run.tcdb -- ./train --batch 32\n\n"
       "Everything after -- (or after the first word that is not an option here) is the program and its arguments.\n",
       "tc-profile"};
-  std::string output = "run.tcdb";
-  bool force = false, debug = false, quiet = false;
-  uint32_t rings = 64;
-  uint64_t ring_slots = 1u << 16;
-  app.add_option("-o,--output", output,
+  app.add_option("-o,--output", o.output,
                  "Store to write (.tcdb); an existing one is replaced only with --force, and only when it is a regular file. "
                  "Under mpirun each rank writes its own: run.tcdb becomes run.rank0.tcdb, run.rank1.tcdb, ...; %r in the path is the rank")
       ->capture_default_str();
-  app.add_flag("-f,--force", force, "Overwrite the output if it exists (a regular file only)");
-  app.add_flag("--debug", debug, "Set TC_DEBUG=1 in the program: the compiler logs each pass, its time and its kernels");
-  app.add_flag("-q,--quiet", quiet, "No live status line and no summary");
-  app.add_option("--rings", rings, "Recording rings, one per thread that records (threads beyond get their events counted as dropped)")
+  app.add_flag("-f,--force", o.force, "Overwrite the output if it exists (a regular file only)");
+  app.add_flag("--debug", o.debug, "Set TC_DEBUG=1 in the program: the compiler logs each pass, its time and its kernels");
+  app.add_flag("-q,--quiet", o.quiet, "No live status line and no summary");
+  app.add_option("--rings", o.rings, "Recording rings, one per thread that records (threads beyond get their events counted as dropped)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--ring-slots", ring_slots, "Slots of 32 bytes per ring, a power of two")->capture_default_str();
-  std::string step_range;
-  bool no_nvtx = false;
-  app.add_option("--step-range", step_range,
+  app.add_option("--ring-slots", o.ring_slots, "Slots of 32 bytes per ring, a power of two")->capture_default_str();
+  app.add_option("--step-range", o.step_range,
                  "Take the run's steps from this NVTX (or tc) range's occurrences, for a program that does not call tc::mark_step(), "
                  "e.g. --step-range train_step");
-  bool no_python_hooks = false, no_framework_logs = false;
-  app.add_flag("--no-python-hooks", no_python_hooks,
+  app.add_flag("--no-python-hooks", o.no_python_hooks,
                "Do not put tc's Python start-up hook on the program's PYTHONPATH (by default it marks each optimizer.step() of a "
                "PyTorch program as a step, records a JAX program's compilations, cache misses, jitted calls and forced evaluations, and "
                "runs any sitecustomize it hides)");
-  app.add_flag("--no-framework-logs", no_framework_logs,
-               "Do not collect torch.compile's log: by default tc-profile sets TORCH_TRACE to a private directory (removed at the end) "
-               "and imports its compilations, shape changes and graph breaks into the store; a TORCH_TRACE you set is used and kept. "
-               "Nor the JAX log of the Python hook");
-  app.add_flag("--no-nvtx", no_nvtx, "Do not capture the program's NVTX ranges and marks (by default tc-profile sets NVTX_INJECTION64_PATH to libtc_nvtx.so)");
-  bool no_cupti = false;
-  app.add_flag("--no-cupti", no_cupti,
+  app.add_flag("--no-framework-logs", o.no_framework_logs, framework_logs_help());
+  app.add_flag("--no-nvtx", o.no_nvtx, "Do not capture the program's NVTX ranges and marks (by default tc-profile sets NVTX_INJECTION64_PATH to libtc_nvtx.so)");
+  app.add_flag("--no-cupti", o.no_cupti,
                "Do not record the program's GPU kernels, copies and sets (by default tc-profile sets CUDA_INJECTION64_PATH to "
                "libtc_cupti.so, which the CUDA driver loads when the program starts CUDA: CUPTI's activity goes to the gpu_activity "
                "table, for any CUDA program; TC_CUPTI_LIBRARY names libcupti.so if it is not on the library path)");
@@ -318,12 +337,11 @@ int main(int argc, char** argv) {
       "The store is written beside FILE as .FILE.tc-tmp-PID and renamed to FILE at the end.");
   // The program's own arguments are never ours: split at "--", or at the first
   // word that is not one of our options.
-  std::vector<std::string> command;
   int ours = argc;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--") {
       ours = i;
-      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      for (int j = i + 1; j < argc; ++j) o.command.emplace_back(argv[j]);
       break;
     }
   }
@@ -333,282 +351,364 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return tc::cli::parse_error("tc-profile", app, e);
   }
-  if (ours == argc) command = app.remaining();
-  if (command.empty()) return fail(2, "no program given; usage: tc-profile [-o FILE] -- PROGRAM [ARGS...]");
-  if ((ring_slots & (ring_slots - 1)) != 0 || ring_slots < 64) return fail(2, "--ring-slots must be a power of two, at least 64");
+  if (ours == argc) o.command = app.remaining();
+  if (o.command.empty()) return fail(2, "no program given; usage: tc-profile [-o FILE] -- PROGRAM [ARGS...]");
+  if ((o.ring_slots & (o.ring_slots - 1)) != 0 || o.ring_slots < 64) return fail(2, "--ring-slots must be a power of two, at least 64");
+  return std::nullopt;
+}
 
-  // Signals first: the store's first write may already pass `ulimit -f`.
+// Every signal tc-profile forwards is caught from here on (SIGPIPE and
+// SIGXFSZ are ignored); returns the dispositions it found, for the program.
+std::vector<SavedSignal> forward_signals() {
   std::vector<SavedSignal> saved;
-  {
-    struct sigaction forward {};
-    forward.sa_sigaction = forward_signal;
-    forward.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&forward.sa_mask);
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    for (int sig : catchable_signals()) {
-      const bool ignored_here = sig == SIGPIPE || sig == SIGXFSZ;
-      if (!ignored_here && !forwards(sig)) continue;
-      SavedSignal old{sig, {}};
-      if (sigaction(sig, nullptr, &old.action) != 0) continue;
-      // A signal tc-profile was started with ignored (nohup's SIGHUP) stays
-      // ignored, in the program too, as it would be without tc-profile.
-      if (!ignored_here && old.action.sa_handler == SIG_IGN && !(old.action.sa_flags & SA_SIGINFO)) continue;
-      if (sigaction(sig, ignored_here ? &ignore : &forward, nullptr) == 0) saved.push_back(old);
+  struct sigaction forward {};
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : catchable_signals()) {
+    const bool ignored_here = sig == SIGPIPE || sig == SIGXFSZ;
+    if (!ignored_here && !forwards(sig)) continue;
+    SavedSignal old{sig, {}};
+    if (sigaction(sig, nullptr, &old.action) != 0) continue;
+    // A signal tc-profile was started with ignored (nohup's SIGHUP) stays
+    // ignored, in the program too, as it would be without tc-profile.
+    if (!ignored_here && old.action.sa_handler == SIG_IGN && !(old.action.sa_flags & SA_SIGINFO)) continue;
+    if (sigaction(sig, ignored_here ? &ignore : &forward, nullptr) == 0) saved.push_back(old);
+  }
+  return saved;
+}
+
+// ---------------------------------------------------------------- environment
+
+// What the program's environment gets beyond tc-profile's own: each variable
+// set, or unset (nullopt), in the program only.
+struct ProgramEnv {
+  std::vector<std::pair<std::string, std::optional<std::string>>> vars;
+  void set(std::string name, std::string value) { vars.emplace_back(std::move(name), std::move(value)); }
+  void unset(std::string name) { vars.emplace_back(std::move(name), std::nullopt); }
+  void apply() const {
+    for (const auto& [name, value] : vars) {
+      if (value) setenv(name.c_str(), value->c_str(), 1); else unsetenv(name.c_str());
     }
   }
+};
 
-  // Refuse before the program starts: an empty path, an existing output (or
-  // one that is not a regular file, even with --force), an unwritable place.
-  bool existed = false;
-  output = tc::cli::rank_output(output, tc::cli::launcher_rank());  // under mpirun: one store per rank
-  if (std::string why = refuse_output(output, force, command[0], &existed); !why.empty()) return fail(2, why);
-  TempStore temp{tc::store::temp_beside(output)};
-  // The writer's messages name the file it writes; the user knows the output.
-  auto about_output = [&](const std::string& message) { return replace_all(message, temp.path, output); };
-  auto writer = tc::store::Writer::create(temp.path, {.overwrite = false});
-  if (!writer.ok()) return fail(2, about_output(writer.status().message()));
+bool set_nonempty(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v && *v;
+}
 
-  std::string error;
-  auto region = tc::trace::Region::create_shared(rings, ring_slots, &error);
-  if (!region) return fail(1, "cannot create the ring memory: " + error);
-
-  if (debug) setenv("TC_DEBUG", "1", 1);
-  tc::collect::RunInfo info = tc::collect::gather_run_info(command, "tc-profile");
-  info.cuda = tc::collect::cuda_probe();
-  info.step_range = step_range;
-  // NVTX and GPU activity: our injection libraries, unless the user
-  // attached a tool of their own. libtc_cupti is built only with the CUDA
-  // toolkit: without it there is nothing to say.
-  std::string nvtx_library = choose_injection("NVTX_INJECTION64_PATH", "libtc_nvtx.so", "NVTX is not captured", no_nvtx, true,
-                                              quiet, &info.nvtx);
-  std::string cupti_library = choose_injection("CUDA_INJECTION64_PATH", "libtc_cupti.so", "GPU activity is not recorded", no_cupti,
-                                               false, quiet, &info.cupti);
-  // Frameworks: torch.compile's structured trace, into the user's TORCH_TRACE
-  // when they chose one (left as it is), else into a private directory.
-  FrameworkLogs framework_logs;
-  std::string torch_trace;
-  bool private_torch_trace = false;
-  if (!no_framework_logs) {
-    if (const char* user = std::getenv("TORCH_TRACE"); user && *user) {
-      torch_trace = user;
-    } else if (torch_trace = framework_logs.sub("torch_trace"); !torch_trace.empty()) {
-      private_torch_trace = true;
-    } else if (!quiet) {
-      std::fprintf(stderr, "tc-profile: cannot make a directory for torch.compile's log (%s); it is not collected\n", std::strerror(errno));
+// A framework's log directory for this run (tc/import/frameworks.h): the
+// user's (a variable they set, for a framework that allows it), or one made
+// in the private directory, or none (said unless quiet). Sets the program's
+// environment to match.
+std::string framework_log(const tc::import::Framework& f, bool collect, bool quiet, FrameworkLogs& logs, ProgramEnv& env) {
+  if (collect && f.user_dir && set_nonempty(f.variable)) return std::getenv(f.variable);  // used and kept as it is
+  std::string dir = collect ? logs.sub(f.subdir) : std::string();
+  if (collect && dir.empty() && !quiet)
+    std::fprintf(stderr, "tc-profile: cannot make a directory for %s (%s); it is not collected\n", f.log, std::strerror(errno));
+  if (dir.empty()) {
+    if (!f.user_dir) env.unset(f.variable);  // the hook's switch: off
+    return dir;
+  }
+  env.set(f.variable, dir);
+  // Its own debug output into the directory, unless the user asked for theirs.
+  if (std::none_of(f.debug_unless.begin(), f.debug_unless.end(), set_nonempty)) {
+    for (std::string_view kv : f.debug_env) {
+      const size_t eq = kv.find('=');
+      env.set(std::string(kv.substr(0, eq)), replace_all(std::string(kv.substr(eq + 1)), "{dir}", dir));
     }
   }
-  const std::string hook_dir = no_python_hooks ? std::string() : python_hook_dir();
-  // What the hook writes about JAX (compile stages, cache misses, jitted calls, forced evaluations).
-  std::string jax_log;
-  if (!hook_dir.empty() && !no_framework_logs) {
-    jax_log = framework_logs.sub("jax");
-    if (jax_log.empty() && !quiet)
-      std::fprintf(stderr, "tc-profile: cannot make a directory for the JAX log (%s); it is not collected\n", std::strerror(errno));
-  }
-  // PyTorch/XLA: the hook's log and PyTorch/XLA's own debug output (PT_XLA_DEBUG_LEVEL=2 into
-  // PT_XLA_DEBUG_FILE), both in one private directory; a PT_XLA_DEBUG_* the user set stands (and
-  // then only the hook's log is read).
-  std::string xla_log;
-  bool xla_debug = false;
-  if (!hook_dir.empty() && !no_framework_logs) {
-    xla_log = framework_logs.sub("xla");
-    if (xla_log.empty() && !quiet)
-      std::fprintf(stderr, "tc-profile: cannot make a directory for the PyTorch/XLA log (%s); it is not collected\n", std::strerror(errno));
-    const char* level = std::getenv("PT_XLA_DEBUG_LEVEL");
-    const char* file = std::getenv("PT_XLA_DEBUG_FILE");
-    xla_debug = !xla_log.empty() && !(level && *level) && !(file && *file) && !std::getenv("PT_XLA_DEBUG");
+  return dir;
+}
+
+using FrameworkImports = std::vector<std::pair<const tc::import::Framework*, std::string>>;  // framework, log directory
+
+// NVTX and GPU activity (our injection libraries, unless the user attached a
+// tool of their own), the frameworks' logs (`imports`: the collector imports
+// them at the end) and tc's Python hook: what the program gets, and what the
+// run row says about it.
+ProgramEnv program_environment(const Options& o, tc::collect::RunInfo& info, FrameworkLogs& logs, FrameworkImports& imports) {
+  ProgramEnv env;
+  // libtc_cupti is built only with the CUDA toolkit: without it there is nothing to say.
+  std::string nvtx_library = choose_injection("NVTX_INJECTION64_PATH", "libtc_nvtx.so", "NVTX is not captured", o.no_nvtx, true,
+                                              o.quiet, &info.nvtx);
+  std::string cupti_library = choose_injection("CUDA_INJECTION64_PATH", "libtc_cupti.so", "GPU activity is not recorded", o.no_cupti,
+                                               false, o.quiet, &info.cupti);
+  if (!nvtx_library.empty()) env.set("NVTX_INJECTION64_PATH", nvtx_library);
+  if (!cupti_library.empty()) env.set("CUDA_INJECTION64_PATH", cupti_library);
+  const std::string hook_dir = o.no_python_hooks ? std::string() : python_hook_dir();
+  for (const tc::import::Framework& f : tc::import::frameworks()) {
+    const bool collect = !o.no_framework_logs && (!f.hook || !hook_dir.empty());
+    if (std::string dir = framework_log(f, collect, o.quiet, logs, env); !dir.empty()) imports.emplace_back(&f, dir);
   }
   std::string python_path = hook_dir;
   if (const char* pp = std::getenv("PYTHONPATH"); !hook_dir.empty() && pp && *pp) python_path += std::string(":") + pp;
-  auto collector = std::make_unique<tc::collect::Collector>(*region, **writer, std::move(info));
-  if (!torch_trace.empty()) collector->import_torch_trace(torch_trace);
-  if (!jax_log.empty()) collector->import_jax_log(jax_log);
-  if (!xla_log.empty()) collector->import_xla_log(xla_log);
-  if (tc::Status s = collector->begin(); !s.ok()) return fail(1, about_output(s.message()));
+  if (!python_path.empty()) env.set("PYTHONPATH", python_path);
+  return env;
+}
 
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) return fail(1, std::string("pipe: ") + std::strerror(errno));
+// ---------------------------------------------------------------- run
 
-  if (!quiet && isatty(STDERR_FILENO)) {
-    // If tc-profile itself is killed (kill -9), this is where the store is.
-    std::fprintf(stderr, "tc-profile: recording into %s; it becomes %s when the program ends\n",
-                 tc::analysis::printable(temp.path).c_str(), tc::analysis::printable(output).c_str());
-  }
-
-  // All signals are blocked across fork: none reaches a handler in the child
-  // before it restores its dispositions, and one that comes meanwhile is
-  // forwarded once g_child is set.
-  sigset_t all, before;
-  sigfillset(&all);
-  sigprocmask(SIG_BLOCK, &all, &before);
-  const pid_t launcher = getpid();
-  auto started = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid < 0) {
-    sigprocmask(SIG_SETMASK, &before, nullptr);
-    return fail(1, std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    for (const SavedSignal& s : saved) sigaction(s.sig, &s.action, nullptr);
-    sigprocmask(SIG_SETMASK, &before, nullptr);
-    // If tc-profile dies first (kill -9), the program is sent SIGTERM rather
-    // than left running unrecorded. Checked after prctl: tc-profile may be
-    // gone already.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != launcher) _exit(128 + SIGTERM);
-    close(exec_pipe[0]);
-    setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
-    unsetenv("TC_PROFILE");  // one collector: ours
-    if (!nvtx_library.empty()) setenv("NVTX_INJECTION64_PATH", nvtx_library.c_str(), 1);
-    if (!cupti_library.empty()) setenv("CUDA_INJECTION64_PATH", cupti_library.c_str(), 1);
-    if (private_torch_trace) setenv("TORCH_TRACE", torch_trace.c_str(), 1);
-    if (!jax_log.empty()) setenv("TC_JAX_LOG_DIR", jax_log.c_str(), 1); else unsetenv("TC_JAX_LOG_DIR");
-    if (!xla_log.empty()) setenv("TC_XLA_LOG_DIR", xla_log.c_str(), 1); else unsetenv("TC_XLA_LOG_DIR");
-    if (xla_debug) {
-      setenv("PT_XLA_DEBUG_LEVEL", "2", 1);
-      setenv("PT_XLA_DEBUG_FILE", (xla_log + "/pt_xla_debug.txt").c_str(), 1);
-    }
-    if (!python_path.empty()) setenv("PYTHONPATH", python_path.c_str(), 1);
-    std::vector<char*> args;
-    for (std::string& a : command) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    int err = errno;
-    (void)!write(exec_pipe[1], &err, sizeof err);
-    _exit(err == ENOENT ? 127 : 126);
-  }
-  g_child = pid;
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // not reaped yet: a valid pid
-  if (g_early) kill(pid, g_early);
-  sigprocmask(SIG_SETMASK, &before, nullptr);
-  close(exec_pipe[1]);
+// One run of the program under the collector: the store, the rings, the
+// program, and how it ended.
+struct Session {
+  Options o;
+  std::vector<SavedSignal> saved;
+  bool existed = false;  // the output was there before (replaced only by a complete store)
+  TempStore temp;
+  std::unique_ptr<tc::store::Writer> writer;
+  std::unique_ptr<tc::trace::Region> region;
+  std::unique_ptr<tc::collect::Collector> collector;
+  FrameworkLogs framework_logs;
+  ProgramEnv env;
+  pid_t pid = -1;
+  int pidfd = -1;
+  bool exec_failed = false;
   int exec_errno = 0;
-  ssize_t got;
-  do {
-    got = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-  } while (got < 0 && errno == EINTR);
-  close(exec_pipe[0]);
-  bool exec_failed = got == static_cast<ssize_t>(sizeof exec_errno);
-
-  const bool live = !quiet && isatty(STDERR_FILENO);
-  auto last_status = started, last_commit = started;
   int wait_status = 0;
   tc::Status record_error;
-  bool said_store_failed = false;
-  for (;;) {
-    if (record_error.ok()) {
-      auto n = collector->drain();
-      auto now = std::chrono::steady_clock::now();
-      if (n.ok() && now - last_commit > std::chrono::seconds(1)) {
-        // What a killed tc-profile leaves is what was committed: at most a second behind.
-        last_commit = now;
-        // A failure here is the store's (a full disk): the collector meets
-        // it too, keeps draining and counting, and finish() marks the store.
-        // Draining must go on: the program's threads wait for ring space as
-        // long as this collector lives. (Stopping here hung tc-profile and
-        // its program for good whenever a store filled up more than a second
-        // into a run that still recorded.)
-        if (tc::Status s = (*writer)->commit(); !s.ok() && live && !said_store_failed) {
-          said_store_failed = true;
-          std::fprintf(stderr, "\r\033[Ktc-profile: the store failed: %s; events are counted until the program ends\n",
-                       tc::analysis::printable(about_output(s.message())).c_str());
+  std::chrono::steady_clock::time_point started;
+
+  // The writer's messages name the file it writes; the user knows the output.
+  std::string about_output(const std::string& message) const { return replace_all(message, temp.path, o.output); }
+
+  // Refuses before the program starts (an empty path, an existing output, or
+  // one that is not a regular file even with --force, an unwritable place),
+  // then makes the store, the rings and the collector.
+  std::optional<int> prepare() {
+    o.output = tc::cli::rank_output(o.output, tc::cli::launcher_rank());  // under mpirun: one store per rank
+    if (std::string why = refuse_output(o.output, o.force, o.command[0], &existed); !why.empty()) return fail(2, why);
+    temp.path = tc::store::temp_beside(o.output);
+    auto created = tc::store::Writer::create(temp.path, {.overwrite = false});
+    if (!created.ok()) return fail(2, about_output(created.status().message()));
+    writer = std::move(*created);
+    std::string error;
+    region = tc::trace::Region::create_shared(o.rings, o.ring_slots, &error);
+    if (!region) return fail(1, "cannot create the ring memory: " + error);
+    if (o.debug) setenv("TC_DEBUG", "1", 1);
+    tc::collect::RunInfo info = tc::collect::gather_run_info(o.command, "tc-profile");
+    info.cuda = tc::collect::cuda_probe();
+    info.step_range = o.step_range;
+    FrameworkImports imports;
+    env = program_environment(o, info, framework_logs, imports);
+    collector = std::make_unique<tc::collect::Collector>(*region, *writer, std::move(info));
+    for (const auto& [f, dir] : imports) collector->import_logs(*f, dir);
+    if (tc::Status s = collector->begin(); !s.ok()) return fail(1, about_output(s.message()));
+    return std::nullopt;
+  }
+
+  // Starts the program with the rings and `env`; false (and the exit status
+  // in *code) when tc-profile cannot even try.
+  bool start(int* code) {
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+      *code = fail(1, std::string("pipe: ") + std::strerror(errno));
+      return false;
+    }
+    if (!o.quiet && isatty(STDERR_FILENO)) {
+      // If tc-profile itself is killed (kill -9), this is where the store is.
+      std::fprintf(stderr, "tc-profile: recording into %s; it becomes %s when the program ends\n",
+                   tc::analysis::printable(temp.path).c_str(), tc::analysis::printable(o.output).c_str());
+    }
+    // All signals are blocked across fork: none reaches a handler in the child
+    // before it restores its dispositions, and one that comes meanwhile is
+    // forwarded once g_child is set.
+    sigset_t all, before;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &before);
+    const pid_t launcher = getpid();
+    started = std::chrono::steady_clock::now();
+    pid = fork();
+    if (pid < 0) {
+      sigprocmask(SIG_SETMASK, &before, nullptr);
+      *code = fail(1, std::string("fork: ") + std::strerror(errno));
+      return false;
+    }
+    if (pid == 0) {
+      for (const SavedSignal& s : saved) sigaction(s.sig, &s.action, nullptr);
+      sigprocmask(SIG_SETMASK, &before, nullptr);
+      // If tc-profile dies first (kill -9), the program is sent SIGTERM rather
+      // than left running unrecorded. Checked after prctl: tc-profile may be
+      // gone already.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != launcher) _exit(128 + SIGTERM);
+      close(exec_pipe[0]);
+      setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
+      unsetenv("TC_PROFILE");  // one collector: ours
+      env.apply();
+      std::vector<char*> args;
+      for (std::string& a : o.command) args.push_back(a.data());
+      args.push_back(nullptr);
+      execvp(args[0], args.data());
+      int err = errno;
+      (void)!write(exec_pipe[1], &err, sizeof err);
+      _exit(err == ENOENT ? 127 : 126);
+    }
+    g_child = pid;
+    pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // not reaped yet: a valid pid
+    if (g_early) kill(pid, g_early);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    close(exec_pipe[1]);
+    ssize_t got;
+    do {
+      got = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+    } while (got < 0 && errno == EINTR);
+    close(exec_pipe[0]);
+    exec_failed = got == static_cast<ssize_t>(sizeof exec_errno);
+    return true;
+  }
+
+  // Drains the rings until the program ends, with the live status line.
+  void collect() {
+    const bool live = !o.quiet && isatty(STDERR_FILENO);
+    auto last_status = started, last_commit = started;
+    bool said_store_failed = false;
+    for (;;) {
+      if (record_error.ok()) {
+        auto n = collector->drain();
+        auto now = std::chrono::steady_clock::now();
+        if (n.ok() && now - last_commit > std::chrono::seconds(1)) {
+          // What a killed tc-profile leaves is what was committed: at most a second behind.
+          last_commit = now;
+          // A failure here is the store's (a full disk): the collector meets
+          // it too, keeps draining and counting, and finish() marks the store.
+          // Draining must go on: the program's threads wait for ring space as
+          // long as this collector lives. (Stopping here hung tc-profile and
+          // its program for good whenever a store filled up more than a second
+          // into a run that still recorded.)
+          if (tc::Status s = writer->commit(); !s.ok() && live && !said_store_failed) {
+            said_store_failed = true;
+            std::fprintf(stderr, "\r\033[Ktc-profile: the store failed: %s; events are counted until the program ends\n",
+                         tc::analysis::printable(about_output(s.message())).c_str());
+          }
         }
+        if (!n.ok()) {
+          record_error = n.status();
+          if (live) std::fprintf(stderr, "\r\033[Ktc-profile: recording stopped: %s\n", tc::analysis::printable(about_output(record_error.message())).c_str());
+        } else if (*n < o.ring_slots / 16) {
+          // A light trickle (a training loop's few events per step) is drained
+          // every 10 ms rather than as it comes: on a 2-core machine every
+          // wake-up of this process takes a core from the program's threads.
+          // A busy producer (a batch of 1/16 of a ring or more) is drained at once.
+          wait_for_program(pidfd, *n == 0 ? 10 : 5);
+        }
+      } else {
+        wait_for_program(pidfd, 20);
       }
-      if (!n.ok()) {
-        record_error = n.status();
-        if (live) std::fprintf(stderr, "\r\033[Ktc-profile: recording stopped: %s\n", tc::analysis::printable(about_output(record_error.message())).c_str());
-      } else if (*n < ring_slots / 16) {
-        // A light trickle (a training loop's few events per step) is drained
-        // every 10 ms rather than as it comes: on a 2-core machine every
-        // wake-up of this process takes a core from the program's threads.
-        // A busy producer (a batch of 1/16 of a ring or more) is drained at once.
-        wait_for_program(pidfd, *n == 0 ? 10 : 5);
+      pid_t r = waitpid(pid, &wait_status, WNOHANG);
+      if (r == pid) break;
+      if (r < 0 && errno != EINTR) {
+        wait_status = 0;
+        break;
       }
+      auto now = std::chrono::steady_clock::now();
+      if (live && now - last_status > std::chrono::milliseconds(250)) {
+        last_status = now;
+        print_status(now);
+      }
+    }
+    if (pidfd >= 0) close(pidfd);
+    if (live) std::fprintf(stderr, "\r\033[K");
+  }
+
+  void print_status(std::chrono::steady_clock::time_point now) const {
+    tc::collect::CollectorStats st = collector->stats();
+    std::string compile;
+    if (st.steps || st.compilations) {
+      compile = " · step " + with_commas(st.steps) + " · " + with_commas(st.compilations) + " compilations (" + with_commas(st.recompilations) +
+                " re) · peak " + tc::analysis::format_bytes(st.peak_live_bytes);
+    }
+    std::fprintf(stderr, "\r\033[K[tc-profile] %.1f s%s · %s events", std::chrono::duration<double>(now - started).count(), compile.c_str(),
+                 with_commas(st.events).c_str());
+  }
+
+  // How the program ended: the run row's end, tc-profile's exit status and a phrase.
+  tc::collect::RunEnd program_end(int* exit_status, std::string* how) const {
+    tc::collect::RunEnd end;
+    if (exec_failed) {
+      end.exit_code = exec_errno == ENOENT ? 127 : 126;
+      *exit_status = *end.exit_code;
+      *how = "could not start: " + o.command[0] + ": " + std::strerror(exec_errno);
+    } else if (WIFSIGNALED(wait_status)) {
+      int sig = WTERMSIG(wait_status);
+      end.exit_signal = sig;
+      *exit_status = 128 + sig;
+      *how = std::string("was killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
     } else {
-      wait_for_program(pidfd, 20);
+      end.exit_code = WEXITSTATUS(wait_status);
+      end.complete = true;
+      *exit_status = *end.exit_code;
+      *how = "exited with status " + std::to_string(*exit_status);
     }
-    pid_t r = waitpid(pid, &wait_status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) {
-      wait_status = 0;
-      break;
+    return end;
+  }
+
+  // Finishes the store and puts it in place; tc-profile's exit status.
+  int finish() {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    int exit_status = 0;
+    std::string how;
+    const tc::collect::RunEnd end = program_end(&exit_status, &how);
+    if (record_error.ok()) {
+      if (tc::Status s = collector->finish(end); !s.ok()) record_error = s;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (live && now - last_status > std::chrono::milliseconds(250)) {
-      last_status = now;
-      tc::collect::CollectorStats st = collector->stats();
-      std::string compile;
-      if (st.steps || st.compilations) {
-        compile = " · step " + with_commas(st.steps) + " · " + with_commas(st.compilations) + " compilations (" + with_commas(st.recompilations) +
-                   " re) · peak " + tc::analysis::format_bytes(st.peak_live_bytes);
+    tc::collect::CollectorStats st = collector->stats();
+    // Closed before it moves: SQLite's -wal and -shm belong to the name it opened.
+    collector.reset();
+    writer.reset();
+    const std::string& output = o.output;
+    if (record_error.ok()) {
+      if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
+        temp.keep = true;
+        return fail(exit_status != 0 ? exit_status : 1, "the store is complete but " + why + "; it is in " + temp.path);
       }
-      std::fprintf(stderr, "\r\033[K[tc-profile] %.1f s%s · %s events", std::chrono::duration<double>(now - started).count(), compile.c_str(),
-                   with_commas(st.events).c_str());
+      temp.keep = true;  // it is the output now
+      if (!o.quiet) {
+        std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(o.command[0]).c_str(), how.c_str(), elapsed);
+        std::fprintf(stderr, "tc-profile: wrote %s: %s events from %llu threads in %llu process%s%s\n", tc::analysis::printable(output).c_str(),
+                     with_commas(st.events).c_str(), static_cast<unsigned long long>(st.threads),
+                     static_cast<unsigned long long>(st.processes), st.processes == 1 ? "" : "es",
+                     st.dropped ? (", " + with_commas(st.dropped) + " dropped (see the dropped table)").c_str() : "");
+        if (!end.complete) std::fprintf(stderr, "tc-profile: the store is marked incomplete: the program did not exit normally\n");
+        std::fprintf(stderr, "tc-profile: next: tc-analyze %s\n", tc::analysis::printable(output).c_str());
+      }
+      return exit_status;
     }
-  }
-  if (pidfd >= 0) close(pidfd);
-  if (live) std::fprintf(stderr, "\r\033[K");
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
-  tc::collect::RunEnd end;
-  int exit_status;
-  std::string how;
-  if (exec_failed) {
-    end.exit_code = exec_errno == ENOENT ? 127 : 126;
-    exit_status = *end.exit_code;
-    how = "could not start: " + command[0] + ": " + std::strerror(exec_errno);
-  } else if (WIFSIGNALED(wait_status)) {
-    int sig = WTERMSIG(wait_status);
-    end.exit_signal = sig;
-    exit_status = 128 + sig;
-    how = std::string("was killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  } else {
-    end.exit_code = WEXITSTATUS(wait_status);
-    end.complete = true;
-    exit_status = *end.exit_code;
-    how = "exited with status " + std::to_string(exit_status);
-  }
-  if (record_error.ok()) {
-    if (tc::Status s = collector->finish(end); !s.ok()) record_error = s;
-  }
-  tc::collect::CollectorStats st = collector->stats();
-  // Closed before it moves: SQLite's -wal and -shm belong to the name it opened.
-  collector.reset();
-  writer->reset();
-
-  if (record_error.ok()) {
-    if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
-      temp.keep = true;
-      return fail(exit_status != 0 ? exit_status : 1, "the store is complete but " + why + "; it is in " + temp.path);
-    }
-    temp.keep = true;  // it is the output now
-    if (!quiet) {
-      std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(command[0]).c_str(), how.c_str(), elapsed);
-      std::fprintf(stderr, "tc-profile: wrote %s: %s events from %llu threads in %llu process%s%s\n", tc::analysis::printable(output).c_str(),
-                   with_commas(st.events).c_str(), static_cast<unsigned long long>(st.threads),
-                   static_cast<unsigned long long>(st.processes), st.processes == 1 ? "" : "es",
-                   st.dropped ? (", " + with_commas(st.dropped) + " dropped (see the dropped table)").c_str() : "");
-      if (!end.complete) std::fprintf(stderr, "tc-profile: the store is marked incomplete: the program did not exit normally\n");
-      std::fprintf(stderr, "tc-profile: next: tc-analyze %s\n", tc::analysis::printable(output).c_str());
-    }
-    return exit_status;
+    if (!o.quiet) std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(o.command[0]).c_str(), how.c_str(), elapsed);
+    return recording_failed(exit_status != 0 ? exit_status : 1);
   }
 
   // Recording failed (a full disk, `ulimit -f`): one line says what and where
   // the data is. A store that replaces nothing goes to the output, marked
   // incomplete; an existing store is not replaced by a partial one.
-  if (!quiet) std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(command[0]).c_str(), how.c_str(), elapsed);
-  const int code = exit_status != 0 ? exit_status : 1;
-  if (!lexists(temp.path)) return fail(code, "recording failed: " + about_output(record_error.message()));
-  temp.keep = true;
-  if (existed) {
-    return fail(code, "recording failed: " + record_error.message() + "; " + output + " was not replaced; what was recorded is in " + temp.path);
+  int recording_failed(int code) {
+    const std::string& output = o.output;
+    if (!lexists(temp.path)) return fail(code, "recording failed: " + about_output(record_error.message()));
+    temp.keep = true;
+    if (existed) {
+      return fail(code, "recording failed: " + record_error.message() + "; " + output + " was not replaced; what was recorded is in " + temp.path);
+    }
+    if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
+      return fail(code, "recording failed: " + record_error.message() + "; what was recorded is in " + temp.path + " (" + why + ")");
+    }
+    return fail(code, "recording failed: " + about_output(record_error.message()) + "; " + output +
+                          " holds what was recorded until then, marked incomplete");
   }
-  if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
-    return fail(code, "recording failed: " + record_error.message() + "; what was recorded is in " + temp.path + " (" + why + ")");
-  }
-  return fail(code, "recording failed: " + about_output(record_error.message()) + "; " + output +
-                        " holds what was recorded until then, marked incomplete");
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Session run;
+  if (std::optional<int> code = parse_options(argc, argv, run.o)) return *code;
+  // Signals first: the store's first write may already pass `ulimit -f`.
+  run.saved = forward_signals();
+  if (std::optional<int> code = run.prepare()) return *code;
+  if (int code = 0; !run.start(&code)) return code;
+  run.collect();
+  return run.finish();
 }

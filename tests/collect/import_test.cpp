@@ -1,4 +1,4 @@
-// Framework importers (tc/collect/import.h) as diff tests: each fixture of
+// Framework importers (tc/import/import.h) as diff tests: each fixture of
 // tests/fixtures/frameworks (real TORCH_TRACE logs, see
 // make_torch_fixtures.py) is imported into a fresh store, its tables are
 // printed as text, and the text must equal the fixture's expected.txt. Set
@@ -6,6 +6,7 @@
 // (then read the diff: every number must be the fixture's own).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +14,10 @@
 #include <sstream>
 #include <string>
 
-#include "../../profiler/collect/src/import/json.h"
+#include "../../profiler/import/src/json.h"
 #include "import_test_util.h"
 #include "tc/analysis/report.h"
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/reader.h"
 #include "tc/store/writer.h"
 
@@ -24,27 +25,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using tc::collect::import_testing::kFixtures;
-using tc::collect::import_testing::read;
+using tc::import::import_testing::kFixtures;
+using tc::import::import_testing::read;
 
-struct Scratch : tc::collect::import_testing::Scratch {
-  Scratch() : tc::collect::import_testing::Scratch("tc_import_test") {}
+struct Scratch : tc::import::import_testing::Scratch {
+  Scratch() : tc::import::import_testing::Scratch("tc_import_test") {}
 };
 
 // Imports `fixture` into a new store; returns the store's path.
-std::string import(const Scratch& s, const std::string& fixture, tc::collect::ImportSummary* summary = nullptr) {
+std::string import(const Scratch& s, const std::string& fixture, tc::import::ImportSummary* summary = nullptr) {
   const std::string path = (s.dir / (fixture + ".tcdb")).string();
   auto w = tc::store::Writer::create(path);
   EXPECT_TRUE(w.ok()) << w.status().message();
   if (!w.ok()) return path;
   // The run's clock pair: its wall clock 1796149600 s after the epoch is store time 1 s.
-  tc::collect::ImportTarget t;
+  tc::import::ImportTarget t;
   t.writer = w->get();
   t.start_ts = 1'000'000'000;
   t.start_unix_ns = 1'796'149'600'000'000'000;
   t.first_graph_id = 100;
   t.first_location_id = 50;
-  auto r = tc::collect::import_torch_trace(kFixtures + fixture, t);
+  auto r = tc::import::import_torch_trace(kFixtures + fixture, t);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (r.ok() && summary) *summary = *r;
   EXPECT_TRUE((*w)->finalize().ok());
@@ -53,7 +54,7 @@ std::string import(const Scratch& s, const std::string& fixture, tc::collect::Im
 
 // The imported tables as text: times in ms from the first compilation.
 std::string tables(const std::string& path) {
-  tc::collect::import_testing::Tables tables(path);
+  tc::import::import_testing::Tables tables(path);
   if (!tables.ok()) return "";
   auto dump = [&](const std::string& title, const std::string& sql) { tables.dump(title, sql); };
   const std::string t0 = "(SELECT min(ts) FROM compilations)";
@@ -74,7 +75,7 @@ std::string tables(const std::string& path) {
 void diff_test(const std::string& fixture) {
   Scratch s;
   const std::string got = tables(import(s, fixture));
-  tc::collect::import_testing::expect_expected(fixture, got);
+  tc::import::import_testing::expect_expected(fixture, got);
 }
 
 TEST(TorchTraceImport, DynamicPadding) { diff_test("torch-2.15.0-dynamic-padding"); }
@@ -83,11 +84,11 @@ TEST(TorchTraceImport, TruncatedImportsWhatIsComplete) { diff_test("torch-2.15.0
 TEST(TorchTraceImport, UnknownKindIsCountedNotFatal) {
   diff_test("torch-2.15.0-unknown-kind");
   Scratch s;
-  tc::collect::ImportSummary sum;
+  tc::import::ImportSummary sum;
   import(s, "torch-2.15.0-unknown-kind", &sum);
   EXPECT_EQ(sum.unknown_kinds, 1);
   EXPECT_EQ(sum.malformed, 1);
-  EXPECT_EQ(tc::collect::describe_skipped(sum), "torch.compile trace: 1 record of an unknown kind and 1 malformed line skipped");
+  EXPECT_EQ(tc::import::describe_skipped(sum), "torch.compile trace: 1 record of an unknown kind and 1 malformed line skipped");
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.
@@ -96,9 +97,9 @@ TEST(TorchTraceImport, BadInputIsCountedNeverFatal) {
   {
     auto w = tc::store::Writer::create((s.dir / "none.tcdb").string());
     ASSERT_TRUE(w.ok());
-    tc::collect::ImportTarget t;
+    tc::import::ImportTarget t;
     t.writer = w->get();
-    auto r = tc::collect::import_torch_trace((s.dir / "no-such-dir").string(), t);
+    auto r = tc::import::import_torch_trace((s.dir / "no-such-dir").string(), t);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->files, 0);
   }
@@ -114,9 +115,9 @@ TEST(TorchTraceImport, BadInputIsCountedNeverFatal) {
                                          << "V1201 00:00:00.000000 7 x.py:1] {\"compilation_metrics\": {\"compile_id\": \"0/0\", \"start_time_us\": 1";
   auto w = tc::store::Writer::create((s.dir / "bad.tcdb").string());
   ASSERT_TRUE(w.ok());
-  tc::collect::ImportTarget t;
+  tc::import::ImportTarget t;
   t.writer = w->get();
-  auto r = tc::collect::import_torch_trace((s.dir / "bad").string(), t);
+  auto r = tc::import::import_torch_trace((s.dir / "bad").string(), t);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->compilations, 0);
   EXPECT_EQ(r->malformed, 7);
@@ -131,13 +132,13 @@ tc::analysis::Report analyze_fixture(const Scratch& s, const std::string& fixtur
   {
     auto w = tc::store::Writer::create(path);
     EXPECT_TRUE(w.ok());
-    tc::collect::ImportTarget t;
+    tc::import::ImportTarget t;
     t.writer = w->get();
     t.start_ts = 1'000'000'000;
     t.start_unix_ns = 1'796'149'600'000'000'000;
     // The fixture's first compilation starts about 202 s after that wall clock (18:30:02): steps end every 100 ms from 202.5 s.
     for (int k = 0; k < 13; ++k) t.step_ends[7681].push_back(1'000'000'000 + 202'500'000'000 + int64_t{k} * 100'000'000);
-    auto r = tc::collect::import_torch_trace(kFixtures + fixture, t);
+    auto r = tc::import::import_torch_trace(kFixtures + fixture, t);
     EXPECT_TRUE(r.ok());
     int64_t prev = 1'000'000'000 + 202'400'000'000;
     for (int k = 0; k < 13; ++k) {
@@ -189,7 +190,7 @@ TEST(TorchTraceFindings, DynamicDimsAreFound) {
 }
 
 TEST(ImportJson, StrictAndBounded) {
-  using tc::collect::json::parse;
+  using tc::import::json::parse;
   EXPECT_TRUE(parse(R"({"a": [1, 2.5, "x\u00e9", null, true], "b": {"c": -3}})"));
   auto v = parse(R"({"n": 12, "f": 1.5, "s": "t"})");
   ASSERT_TRUE(v);
@@ -205,6 +206,21 @@ TEST(ImportJson, StrictAndBounded) {
   EXPECT_FALSE(parse("\"unterminated"));
   EXPECT_FALSE(parse(std::string(100, '[') + std::string(100, ']')));
   EXPECT_TRUE(parse(std::string(60, '[') + std::string(60, ']')));
+}
+
+// What Python's json module writes beyond RFC 8259 is read as before simdjson.
+TEST(ImportJson, ReadsWhatPythonWrites) {
+  using tc::import::json::parse;
+  auto v = parse(R"({"nan": NaN, "inf": -Infinity, "s": "NaN", "big": 123456789012345678901234567890, "u": "\udcff\ud83d\ude00"})");
+  ASSERT_TRUE(v);
+  ASSERT_TRUE(v->number("nan"));
+  EXPECT_TRUE(std::isnan(*v->number("nan")));
+  EXPECT_TRUE(v->number("inf"));
+  EXPECT_EQ(v->str("s"), std::optional<std::string_view>("NaN"));
+  EXPECT_EQ(v->int64("big"), std::nullopt);
+  EXPECT_DOUBLE_EQ(*v->number("big"), 1.2345678901234568e29);
+  EXPECT_EQ(v->str("u"), std::optional<std::string_view>("\xef\xbf\xbd\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(parse("{\"a\": \"\xff\"}"));  // not UTF-8
 }
 
 }  // namespace

@@ -13,12 +13,12 @@
 #include <sstream>
 #include <string>
 
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/reader.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 
-namespace tc::collect::import_testing {
+namespace tc::import::import_testing {
 
 inline const std::string kFixtures = std::string(TC_SOURCE_DIR) + "/tests/fixtures/frameworks/";
 
@@ -99,4 +99,4 @@ inline void expect_expected(const std::string& fixture, const std::string& got) 
   EXPECT_EQ(got, body) << "diff against " << expected_path;
 }
 
-}  // namespace tc::collect::import_testing
+}  // namespace tc::import::import_testing

@@ -1,4 +1,4 @@
-// The JAX importer (tc/collect/import.h, import_jax_log) as diff tests: each
+// The JAX importer (tc/import/import.h, import_jax_log) as diff tests: each
 // jax-* fixture of tests/fixtures/frameworks (the log tc's Python hook wrote
 // on a real run of samples/python/jax_classifier.py, see
 // make_jax_fixtures.py) is imported into a fresh store, its tables are
@@ -15,7 +15,7 @@
 
 #include "import_test_util.h"
 #include "tc/analysis/report.h"
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/reader.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
@@ -24,21 +24,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using tc::collect::import_testing::kFixtures;
-using tc::collect::import_testing::read;
+using tc::import::import_testing::kFixtures;
+using tc::import::import_testing::read;
 
-struct Scratch : tc::collect::import_testing::Scratch {
-  Scratch() : tc::collect::import_testing::Scratch("tc_jax_import_test") {}
+struct Scratch : tc::import::import_testing::Scratch {
+  Scratch() : tc::import::import_testing::Scratch("tc_jax_import_test") {}
 };
 
 // Imports `dir` (a directory of jax-PID.log) into a new store named `name`; returns its path.
-std::string import(const Scratch& s, const std::string& dir, const std::string& name, tc::collect::ImportSummary* summary = nullptr) {
-  return tc::collect::import_testing::import_with_run(tc::collect::import_jax_log, dir, (s.dir / (name + ".tcdb")).string(), summary);
+std::string import(const Scratch& s, const std::string& dir, const std::string& name, tc::import::ImportSummary* summary = nullptr) {
+  return tc::import::import_testing::import_with_run(tc::import::import_jax_log, dir, (s.dir / (name + ".tcdb")).string(), summary);
 }
 
 // The imported tables as text: times in ms from the first compilation.
 std::string tables(const std::string& path) {
-  tc::collect::import_testing::Tables tables(path);
+  tc::import::import_testing::Tables tables(path);
   if (!tables.ok()) return "";
   auto dump = [&](const std::string& title, const std::string& sql) { tables.dump(title, sql); };
   const std::string t0 = "(SELECT min(ts) FROM compilations)";
@@ -62,7 +62,7 @@ std::string tables(const std::string& path) {
 void diff_test(const std::string& fixture) {
   Scratch s;
   const std::string got = tables(import(s, kFixtures + fixture, fixture));
-  tc::collect::import_testing::expect_expected(fixture, got);
+  tc::import::import_testing::expect_expected(fixture, got);
 }
 
 TEST(JaxLogImport, DynamicPadding) { diff_test("jax-0.10.2-dynamic-padding"); }
@@ -70,11 +70,11 @@ TEST(JaxLogImport, TruncatedImportsWhatIsComplete) { diff_test("jax-0.10.2-trunc
 TEST(JaxLogImport, UnknownKindIsCountedNotFatal) {
   diff_test("jax-0.10.2-unknown-kind");
   Scratch s;
-  tc::collect::ImportSummary sum;
+  tc::import::ImportSummary sum;
   import(s, kFixtures + "jax-0.10.2-unknown-kind", "u", &sum);
   EXPECT_EQ(sum.unknown_kinds, 1);
   EXPECT_EQ(sum.malformed, 1);
-  EXPECT_EQ(tc::collect::describe_skipped(sum), "jax log: 1 record of an unknown kind and 1 malformed line skipped");
+  EXPECT_EQ(tc::import::describe_skipped(sum), "jax log: 1 record of an unknown kind and 1 malformed line skipped");
 }
 
 // A jitted function called with a new dtype, then a new shape; another with a
@@ -145,9 +145,9 @@ TEST(JaxLogImport, BadInputIsCountedNeverFatal) {
   {
     auto w = tc::store::Writer::create((s.dir / "none.tcdb").string());
     ASSERT_TRUE(w.ok());
-    tc::collect::ImportTarget t;
+    tc::import::ImportTarget t;
     t.writer = w->get();
-    auto r = tc::collect::import_jax_log((s.dir / "no-such-dir").string(), t);
+    auto r = tc::import::import_jax_log((s.dir / "no-such-dir").string(), t);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->files, 0);
   }
@@ -163,9 +163,9 @@ TEST(JaxLogImport, BadInputIsCountedNeverFatal) {
       << "{\"k\":\"call\",\"f\":0,\"ts\":1";                                              // cut
   auto w = tc::store::Writer::create((s.dir / "bad.tcdb").string());
   ASSERT_TRUE(w.ok());
-  tc::collect::ImportTarget t;
+  tc::import::ImportTarget t;
   t.writer = w->get();
-  auto r = tc::collect::import_jax_log((s.dir / "bad").string(), t);
+  auto r = tc::import::import_jax_log((s.dir / "bad").string(), t);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->compilations, 0);
   EXPECT_EQ(r->steps, 0);

@@ -1,4 +1,4 @@
-// CUPTI activity translation (profiler/collect/src/cupti/activity.h) on
+// CUPTI activity translation (profiler/capture/cupti/activity.h) on
 // buffers of real CUPTI activity structs from cupti.h, walked by libcupti's
 // own cuptiActivityGetNextRecord (it needs no GPU).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 namespace {
 
-namespace cp = tc::collect::cupti;
+namespace cp = tc::capture::cupti;
 
 using tc::test::cupti::Buffer;
 using tc::test::cupti::external;

@@ -21,7 +21,7 @@
 #include "emit.h"
 #include "tc/trace/trace.h"
 
-namespace cp = tc::collect::cupti;
+namespace cp = tc::capture::cupti;
 
 namespace {
 

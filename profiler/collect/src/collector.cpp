@@ -19,7 +19,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tc/collect/import.h"
+#include "tc/import/frameworks.h"
+#include "tc/import/import.h"
 #include "tc/store/json_text.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
@@ -339,9 +340,7 @@ struct Collector::Impl {
   bool any_step_mark = false;
   std::map<int64_t, std::vector<uint64_t>> step_marks;
   static constexpr size_t kMaxStepMarks = 1 << 22;
-  std::string torch_trace_dir;
-  std::string jax_log_dir;
-  std::string xla_log_dir;
+  std::map<std::string, std::string> framework_logs;  // framework name -> its log directory (import_logs())
   size_t graph_id_field = [] {
     const auto& fields = trace::record_decl(static_cast<uint16_t>(trace::RecordKind::kCompilation))->fields;
     for (size_t i = 0; i < fields.size(); ++i) {
@@ -578,6 +577,131 @@ struct Collector::Impl {
                              "; the events read before were kept, the rest of the ring (at least this many slots) is lost"});
   }
 
+  // One slot of a thread's ring, checked and copied (`p`: its payload of
+  // `bytes`), at store time `ts`. Returns "" or why the ring is bad.
+  std::string take_slot(RingReader& rr, ProcessRow& proc, const trace::Slot& s, uint64_t ts, const char* p, uint64_t bytes, uint64_t i) {
+    const auto kind = static_cast<trace::SlotKind>(s.kind);
+    switch (kind) {
+      case trace::SlotKind::kBegin:
+        if (rr.open.size() >= kMaxOpen) {
+          ++rr.too_deep;
+          too_deep = trace::sat_add(too_deep, 1);
+        } else {
+          rr.open.push_back({ts, s.loc, s.arg, static_cast<uint32_t>(rr.open.size())});
+        }
+        break;
+      case trace::SlotKind::kEnd: {
+        if (rr.too_deep > 0) {
+          --rr.too_deep;  // the end of a begin that was not kept
+          break;
+        }
+        if (rr.open.empty()) {
+          ++unmatched_ends;
+          break;
+        }
+        // The innermost open range of the end's site: the top one for
+        // tc's ranges; NVTX domains keep stacks of their own, so one
+        // domain's pop may end a range below another domain's.
+        size_t at = rr.open.size() - 1;
+        while (at > 0 && rr.open[at].loc != s.loc) --at;
+        if (rr.open[at].loc != s.loc) at = rr.open.size() - 1;
+        OpenRange o = rr.open[at];
+        rr.open.erase(rr.open.begin() + static_cast<std::ptrdiff_t>(at));
+        if (writing()) {
+          keep(writer.row(store::schema::ranges)
+                   .null()
+                   .i64(rr.utid)
+                   .i64(trace::count_column(o.ts))
+                   .i64(static_cast<int64_t>(ts - o.ts))
+                   .i64(static_cast<int64_t>(o.depth))
+                   .i64(o.loc)
+                   .i64(o.arg)
+                   .insert());
+        }
+        ++events;
+        break;
+      }
+      case trace::SlotKind::kInstant:
+        if (any_step_mark && (step_mark_locs.contains(s.loc) || steps_start_locs.contains(s.loc))) {
+          auto& marks = step_marks[proc.upid];
+          if (marks.size() < kMaxStepMarks) {
+            // A start mark is stored as ts | 1 << 63 to tell it from a step's end.
+            marks.push_back(step_mark_locs.contains(s.loc) ? ts : ts | (uint64_t{1} << 63));
+            if (step_mark_locs.contains(s.loc)) ++live.python_steps;
+          }
+        }
+        if (writing()) keep(writer.row(store::schema::instants).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).i64(s.arg).insert());
+        ++events;
+        break;
+      case trace::SlotKind::kCounter: {
+        double v;
+        std::memcpy(&v, &s.value, sizeof v);
+        if (writing()) keep(writer.row(store::schema::counters).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).f64(v).insert());
+        ++events;
+        if (s.loc == live_bytes_loc && v > live.peak_live_bytes) live.peak_live_bytes = v;
+        break;
+      }
+      case trace::SlotKind::kLocationDef: {
+        // "name\0file\0function\0", each field ended inside the payload.
+        std::string_view field[3];
+        uint64_t at = 0;
+        for (auto& f : field) {
+          const void* nul = at < bytes ? std::memchr(p + at, '\0', bytes - at) : nullptr;
+          if (nul == nullptr) return "a location definition at position " + std::to_string(i) + " lacks its three NUL-ended strings";
+          f = std::string_view(p + at, static_cast<size_t>(static_cast<const char*>(nul) - (p + at)));
+          at += f.size() + 1;
+        }
+        if (writing()) keep(writer.row(store::schema::locations).i64(s.loc).text(field[0]).text(field[1]).text(field[2]).i64(s.value).insert());
+        if (field[0] == "memory.live_bytes") live_bytes_loc = s.loc;
+        max_loc_id = std::max(max_loc_id, s.loc);
+        // The hook's marks: NVTX's default domain (function ''), file 'nvtx'.
+        if (field[1] == "nvtx" && field[2].empty()) {
+          if (field[0] == kStepMark) step_mark_locs.insert(s.loc);
+          if (field[0] == kStepsStartMark) steps_start_locs.insert(s.loc);
+          any_step_mark = !step_mark_locs.empty() || !steps_start_locs.empty();
+        }
+        break;
+      }
+      case trace::SlotKind::kStringDef: {
+        std::string_view text(p, static_cast<size_t>(bytes));
+        strings[s.loc] = std::string(text);
+        if (writing()) keep(writer.row(store::schema::strings).i64(s.loc).text(text).insert());
+        break;
+      }
+      case trace::SlotKind::kRecord: {
+        if (bytes % sizeof(int64_t) != 0) return "a record of " + std::to_string(bytes) + " bytes is not whole 64-bit fields";
+        size_t n = static_cast<size_t>(bytes / sizeof(int64_t));
+        const trace::RecordDecl* decl = trace::record_decl(static_cast<uint16_t>(s.loc));
+        if (decl == nullptr || s.loc > 0xffff) {
+          ++unknown_records;
+          break;
+        }
+        if (n != decl->fields.size()) {
+          // Stored padded or cut, every later column would hold the wrong field.
+          ++malformed[{rr.utid, static_cast<uint16_t>(s.loc), n}];
+          malformed_total = trace::sat_add(malformed_total, 1);
+          break;
+        }
+        std::vector<int64_t> fields(n);
+        std::memcpy(fields.data(), p, n * sizeof(int64_t));
+        count_record(static_cast<uint16_t>(s.loc), fields);
+        bool force = pending.size() >= kMaxPending;
+        if (!write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, force)) {
+          pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
+        }
+        break;
+      }
+      case trace::SlotKind::kThreadName: {
+        auto it = strings.find(s.loc);
+        if (it != strings.end()) threads[static_cast<size_t>(rr.utid - 1)].name = it->second;
+        break;
+      }
+      default:
+        break;  // not reached: checked above
+    }
+    return {};
+  }
+
   // Reads the published slots [from, to) of ring r. Returns "" when they
   // were all well-formed, else why not; `done` is the slots consumed.
   std::string consume(uint32_t r, RingReader& rr, uint64_t from, uint64_t to, uint64_t& done) {
@@ -607,124 +731,7 @@ struct Collector::Impl {
       }
       uint64_t ts = clock.to_ns(s.ts);
       if (ts < rr.last_ts) ts = rr.last_ts;  // never reorder a thread's own events
-      switch (kind) {
-        case trace::SlotKind::kBegin:
-          if (rr.open.size() >= kMaxOpen) {
-            ++rr.too_deep;
-            too_deep = trace::sat_add(too_deep, 1);
-          } else {
-            rr.open.push_back({ts, s.loc, s.arg, static_cast<uint32_t>(rr.open.size())});
-          }
-          break;
-        case trace::SlotKind::kEnd: {
-          if (rr.too_deep > 0) {
-            --rr.too_deep;  // the end of a begin that was not kept
-            break;
-          }
-          if (rr.open.empty()) {
-            ++unmatched_ends;
-            break;
-          }
-          // The innermost open range of the end's site: the top one for
-          // tc's ranges; NVTX domains keep stacks of their own, so one
-          // domain's pop may end a range below another domain's.
-          size_t at = rr.open.size() - 1;
-          while (at > 0 && rr.open[at].loc != s.loc) --at;
-          if (rr.open[at].loc != s.loc) at = rr.open.size() - 1;
-          OpenRange o = rr.open[at];
-          rr.open.erase(rr.open.begin() + static_cast<std::ptrdiff_t>(at));
-          if (writing()) {
-            keep(writer.row(store::schema::ranges)
-                     .null()
-                     .i64(rr.utid)
-                     .i64(trace::count_column(o.ts))
-                     .i64(static_cast<int64_t>(ts - o.ts))
-                     .i64(static_cast<int64_t>(o.depth))
-                     .i64(o.loc)
-                     .i64(o.arg)
-                     .insert());
-          }
-          ++events;
-          break;
-        }
-        case trace::SlotKind::kInstant:
-          if (any_step_mark && (step_mark_locs.contains(s.loc) || steps_start_locs.contains(s.loc))) {
-            auto& marks = step_marks[proc.upid];
-            if (marks.size() < kMaxStepMarks) {
-              // A start mark is stored as ts | 1 << 63 to tell it from a step's end.
-              marks.push_back(step_mark_locs.contains(s.loc) ? ts : ts | (uint64_t{1} << 63));
-              if (step_mark_locs.contains(s.loc)) ++live.python_steps;
-            }
-          }
-          if (writing()) keep(writer.row(store::schema::instants).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).i64(s.arg).insert());
-          ++events;
-          break;
-        case trace::SlotKind::kCounter: {
-          double v;
-          std::memcpy(&v, &s.value, sizeof v);
-          if (writing()) keep(writer.row(store::schema::counters).null().i64(rr.utid).i64(trace::count_column(ts)).i64(s.loc).f64(v).insert());
-          ++events;
-          if (s.loc == live_bytes_loc && v > live.peak_live_bytes) live.peak_live_bytes = v;
-          break;
-        }
-        case trace::SlotKind::kLocationDef: {
-          // "name\0file\0function\0", each field ended inside the payload.
-          std::string_view field[3];
-          uint64_t at = 0;
-          for (auto& f : field) {
-            const void* nul = at < bytes ? std::memchr(p + at, '\0', bytes - at) : nullptr;
-            if (nul == nullptr) return "a location definition at position " + std::to_string(i) + " lacks its three NUL-ended strings";
-            f = std::string_view(p + at, static_cast<size_t>(static_cast<const char*>(nul) - (p + at)));
-            at += f.size() + 1;
-          }
-          if (writing()) keep(writer.row(store::schema::locations).i64(s.loc).text(field[0]).text(field[1]).text(field[2]).i64(s.value).insert());
-          if (field[0] == "memory.live_bytes") live_bytes_loc = s.loc;
-          max_loc_id = std::max(max_loc_id, s.loc);
-          // The hook's marks: NVTX's default domain (function ''), file 'nvtx'.
-          if (field[1] == "nvtx" && field[2].empty()) {
-            if (field[0] == kStepMark) step_mark_locs.insert(s.loc);
-            if (field[0] == kStepsStartMark) steps_start_locs.insert(s.loc);
-            any_step_mark = !step_mark_locs.empty() || !steps_start_locs.empty();
-          }
-          break;
-        }
-        case trace::SlotKind::kStringDef: {
-          std::string_view text(p, static_cast<size_t>(bytes));
-          strings[s.loc] = std::string(text);
-          if (writing()) keep(writer.row(store::schema::strings).i64(s.loc).text(text).insert());
-          break;
-        }
-        case trace::SlotKind::kRecord: {
-          if (bytes % sizeof(int64_t) != 0) return "a record of " + std::to_string(bytes) + " bytes is not whole 64-bit fields";
-          size_t n = static_cast<size_t>(bytes / sizeof(int64_t));
-          const trace::RecordDecl* decl = trace::record_decl(static_cast<uint16_t>(s.loc));
-          if (decl == nullptr || s.loc > 0xffff) {
-            ++unknown_records;
-            break;
-          }
-          if (n != decl->fields.size()) {
-            // Stored padded or cut, every later column would hold the wrong field.
-            ++malformed[{rr.utid, static_cast<uint16_t>(s.loc), n}];
-            malformed_total = trace::sat_add(malformed_total, 1);
-            break;
-          }
-          std::vector<int64_t> fields(n);
-          std::memcpy(fields.data(), p, n * sizeof(int64_t));
-          count_record(static_cast<uint16_t>(s.loc), fields);
-          bool force = pending.size() >= kMaxPending;
-          if (!write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, force)) {
-            pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
-          }
-          break;
-        }
-        case trace::SlotKind::kThreadName: {
-          auto it = strings.find(s.loc);
-          if (it != strings.end()) threads[static_cast<size_t>(rr.utid - 1)].name = it->second;
-          break;
-        }
-        default:
-          break;  // not reached: checked above
-      }
+      if (std::string bad = take_slot(rr, proc, s, ts, p, bytes, i); !bad.empty()) return bad;
       if (!has_payload) {
         rr.last_ts = ts;
         proc.start_ts = std::min<uint64_t>(proc.start_ts, ts);
@@ -943,8 +950,9 @@ struct Collector::Impl {
     return threads.back().utid;
   }
 
+  // Each framework's logs, in the table's order: ids above the rows' and the imports' before it.
   void import_frameworks() {
-    ImportTarget t;
+    import::ImportTarget t;
     t.writer = &writer;
     t.start_ts = info.start_ts;
     t.start_unix_ns = info.start_unix_ns;
@@ -953,18 +961,10 @@ struct Collector::Impl {
     t.first_location_id = max_loc_id + 1;
     t.utid_for = [this](uint32_t pid) { return utid_of_process(pid); };
     t.step_ends = step_ends;
-    if (!torch_trace_dir.empty()) {
-      auto s = collect::import_torch_trace(torch_trace_dir, t);
-      if (!s.ok()) {
-        keep(s.status());
-        return;
-      }
-      live.compilations += static_cast<uint64_t>(s->compilations);
-      t.first_graph_id = std::max(t.first_graph_id, s->last_graph_id + 1);
-      t.first_location_id = std::max(t.first_location_id, s->last_location_id + 1);
-    }
-    if (!jax_log_dir.empty()) {
-      auto s = collect::import_jax_log(jax_log_dir, t);
+    for (const import::Framework& f : import::frameworks()) {
+      auto dir = framework_logs.find(f.name);
+      if (dir == framework_logs.end()) continue;
+      auto s = f.importer(dir->second, t, {});
       if (!s.ok()) {
         keep(s.status());
         return;
@@ -973,15 +973,6 @@ struct Collector::Impl {
       live.python_steps += static_cast<uint64_t>(s->steps);
       t.first_graph_id = std::max(t.first_graph_id, s->last_graph_id + 1);
       t.first_location_id = std::max(t.first_location_id, s->last_location_id + 1);
-    }
-    if (!xla_log_dir.empty()) {
-      auto s = collect::import_xla_log(xla_log_dir, t);
-      if (!s.ok()) {
-        keep(s.status());
-        return;
-      }
-      live.compilations += static_cast<uint64_t>(s->compilations);
-      live.python_steps += static_cast<uint64_t>(s->steps);
     }
   }
 
@@ -1076,7 +1067,7 @@ Status Collector::finish(const RunEnd& end) {
   m.final_no_ring = m.region.header().dropped_no_ring.load(std::memory_order_relaxed);
   m.final_drops = true;
   if (!m.discarding) m.write_python_steps();
-  if (!m.discarding && (!m.torch_trace_dir.empty() || !m.jax_log_dir.empty() || !m.xla_log_dir.empty())) m.import_frameworks();
+  if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks();
   RunEnd final_end = end;
   const std::string& path = m.writer.path();
   if (!m.discarding) {
@@ -1139,9 +1130,7 @@ Status Collector::finish(const RunEnd& end) {
 
 void Collector::note_incomplete(std::string reason) { impl_->notes.push_back(std::move(reason)); }
 
-void Collector::import_torch_trace(std::string dir) { impl_->torch_trace_dir = std::move(dir); }
-void Collector::import_jax_log(std::string dir) { impl_->jax_log_dir = std::move(dir); }
-void Collector::import_xla_log(std::string dir) { impl_->xla_log_dir = std::move(dir); }
+void Collector::import_logs(const import::Framework& framework, std::string dir) { impl_->framework_logs[framework.name] = std::move(dir); }
 
 CollectorStats Collector::stats() const {
   CollectorStats s = impl_->live;

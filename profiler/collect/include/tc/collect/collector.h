@@ -44,6 +44,9 @@ class Region;
 namespace tc::store {
 class Writer;
 }
+namespace tc::import {
+struct Framework;
+}
 
 namespace tc::collect {
 
@@ -111,16 +114,12 @@ class Collector {
   // in-process collector could not learn it): finish() writes it to the
   // dropped table with count 0 and marks the run incomplete.
   void note_incomplete(std::string reason);
-  // A torch.compile TORCH_TRACE directory that finish() imports
-  // (tc/collect/import.h) before it finalizes the store; only its logs
-  // written since the run started. What the import skipped is in
-  // framework_imports, never an error of finish().
-  void import_torch_trace(std::string dir);
-  // The directory of the JAX logs tc's Python hook writes (TC_JAX_LOG_DIR),
-  // imported by finish() in the same way (tc/collect/import.h).
-  void import_jax_log(std::string dir);
-  // The PyTorch/XLA log of tc's Python hook and PyTorch/XLA's debug output (TC_XLA_LOG_DIR), imported at finish.
-  void import_xla_log(std::string dir);
+  // A framework's log directory (tc/import/frameworks.h: TORCH_TRACE, the
+  // Python hook's JAX or PyTorch/XLA log) that finish() imports before it
+  // finalizes the store, frameworks in the table's order; only the logs
+  // written since the run started, for a directory the user chose. What an
+  // import skipped is in framework_imports, never an error of finish().
+  void import_logs(const import::Framework& framework, std::string dir);
 
   CollectorStats stats() const;
 

@@ -13,7 +13,7 @@
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 
-namespace tc::collect::import_common {
+namespace tc::import::import_common {
 
 std::optional<int64_t> to_int(std::string_view s) {
   if (s.empty() || s.size() > 18) return std::nullopt;
@@ -122,4 +122,81 @@ Status write_summary(ImportTarget& t, const ImportSummary& s, const std::string&
   return row.insert();
 }
 
-}  // namespace tc::collect::import_common
+Importer::Importer(ImportTarget& t, const ImportLimits& l, std::string framework, bool recent_only)
+    : t_(t), limits_(l), recent_only_(recent_only) {
+  s_.framework = std::move(framework);
+}
+
+void Importer::read_file(const std::string& path, uint32_t pid_from_name) {
+  bool cut = false;
+  std::string why;
+  auto text = read_capped(path, limits_.max_file_bytes, &cut, &why, recent_only_ ? t_.min_mtime_unix_ns : 0);
+  if (!text) {
+    if (!why.empty()) note(why);  // empty: an earlier run's
+    return;
+  }
+  if (cut) note(larger_than_note(path, limits_.max_file_bytes));
+  ++s_.files;
+  parse(*text, cut, pid_from_name);
+}
+
+Status Importer::write(const std::string& source) {
+  TC_RETURN_IF_ERROR(write_rows());
+  return write_summary(t_, s_, source);
+}
+
+Status Importer::write_evaluation(const Evaluation& e) {
+  auto row = t_.writer->row(store::schema::explicit_evaluations);
+  row.null().i64(e.utid).i64(e.ts).i64(e.dur).i64(e.step).text(e.kind).i64(e.location).i64(e.ops).i64(e.graph).text(s_.framework);
+  if (e.what) row.text(*e.what); else row.null();
+  TC_RETURN_IF_ERROR(row.insert());
+  ++s_.explicit_evaluations;
+  return Status::Ok();
+}
+
+Status Importer::write_input(int64_t utid, int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value,
+                             bool dynamic) {
+  return t_.writer->row(store::schema::compilation_inputs)
+      .null().i64(utid).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).i64(dynamic ? 1 : 0).insert();
+}
+
+int64_t Importer::utid(uint32_t pid) {
+  auto it = utids_.find(pid);
+  if (it != utids_.end()) return it->second;
+  const int64_t u = t_.utid_for ? t_.utid_for(pid) : 0;
+  utids_[pid] = u;
+  return u;
+}
+
+StatusOr<ImportSummary> import_dir(Importer& im, const char* function, const std::string& dir, std::string_view prefix, const char* what) {
+  if (!im.has_store()) return Status(StatusCode::kInvalidArgument, std::string(function) + ": no store to write to");
+  std::vector<std::string> logs = list_logs(dir, prefix);
+  if (logs.empty()) return im.summary();
+  keep_first(logs, im.max_files(), what, im.summary());
+  for (const std::string& n : logs) im.read_file(dir + "/" + n, pid_in_name(n, prefix));
+  im.read_extra(dir);
+  TC_RETURN_IF_ERROR(im.write(dir));
+  return im.summary();
+}
+
+}  // namespace tc::import::import_common
+
+namespace tc::import {
+
+std::string describe_skipped(const ImportSummary& s) {
+  std::string what;
+  auto add = [&](int64_t n, const char* one, const char* many) {
+    if (n == 0) return;
+    what += (what.empty() ? "" : " and ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(s.unknown_kinds, "record of an unknown kind", "records of unknown kinds");
+  add(s.malformed, "malformed line", "malformed lines");
+  std::string out;
+  if (!what.empty()) out = what + " skipped";
+  if (s.truncated) out += std::string(out.empty() ? "" : "; ") + "the trace was cut inside a record (what was complete was imported)";
+  if (!s.note.empty()) out += std::string(out.empty() ? "" : "; ") + s.note;
+  return out.empty() ? out : s.framework + (s.framework == "torch.compile" ? " trace: " : " log: ") + out;
+}
+
+}  // namespace tc::import
+

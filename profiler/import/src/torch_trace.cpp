@@ -1,5 +1,5 @@
 // torch.compile's structured trace (TORCH_TRACE=DIR) into the store; see
-// tc/collect/import.h for the contract and docs/frameworks.md for the format.
+// tc/import/import.h for the contract and docs/frameworks.md for the format.
 
 #include <algorithm>
 #include <cmath>
@@ -14,11 +14,11 @@
 
 #include "import_common.h"
 #include "json.h"
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 
-namespace tc::collect {
+namespace tc::import {
 
 namespace {
 
@@ -220,24 +220,13 @@ std::optional<GraphBreak> graph_break(std::string_view p) {
   return g;
 }
 
-class Importer {
+// A user's TORCH_TRACE directory keeps earlier runs' logs: only recent ones are read.
+class TorchImporter : public import_common::Importer {
  public:
-  Importer(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) {}
+  TorchImporter(ImportTarget& t, const ImportLimits& l) : Importer(t, l, "torch.compile", /*recent_only=*/true) {}
 
-  void read_file(const std::string& path) {
-    bool cut = false;
-    std::string why;
-    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why, t_.min_mtime_unix_ns);
-    if (!text) {
-      if (!why.empty()) note(why);  // empty: an earlier run's
-      return;
-    }
-    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
-    ++s_.files;
-    parse(*text, cut);
-  }
-
-  void parse(std::string_view text, bool cut) {
+ private:
+  void parse(std::string_view text, bool cut, uint32_t) override {
     // A last line without its newline was cut while it was written. Cut in
     // a payload line, the record it belongs to is incomplete; cut in a
     // header line, the record before it was whole.
@@ -279,17 +268,6 @@ class Importer {
     if (cur && !last_incomplete) take(std::move(*cur));
   }
 
-  Status write() {
-    finish_metrics();
-    TC_RETURN_IF_ERROR(write_rows());
-    return write_summary();
-  }
-
-  ImportSummary summary() const { return s_; }
-  ImportSummary& summary_ref() { return s_; }
-  void note(const std::string& n) { import_common::note(s_, n); }
-
- private:
   void take(Record r) {
     ++s_.records;
     std::string_view kind = kind_of(r.header);
@@ -422,19 +400,8 @@ class Importer {
     return static_cast<int64_t>(std::upper_bound(it->second.begin(), it->second.end(), ts) - it->second.begin());
   }
 
-  int64_t utid(uint32_t pid) {
-    auto it = utids_.find(pid);
-    if (it != utids_.end()) return it->second;
-    int64_t u = t_.utid_for ? t_.utid_for(pid) : 0;
-    utids_[pid] = u;
-    return u;
-  }
-
-  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
-    return locations_.get(t_, s_, name, file, function, line);
-  }
-
-  Status write_rows() {
+  Status write_rows() override {
+    finish_metrics();
     std::map<std::tuple<uint32_t, int64_t, int64_t>, int64_t> graph_of;  // (pid, frame, compile) -> graph id
     std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;
     int64_t next_graph = t_.first_graph_id;
@@ -483,9 +450,7 @@ class Importer {
       if (!m.failure.empty()) continue;
       for (size_t i = 0; i < dims.size(); ++i) {
         const DynamicDim& x = dims[i];
-        TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs)
-                               .null().i64(utid(m.pid)).i64(graph).text(x.input).i64(x.dim).i64(x.old_value).i64(x.new_value)
-                               .i64(dynamic[i] ? 1 : 0).insert());
+        TC_RETURN_IF_ERROR(write_input(utid(m.pid), graph, x.input, x.dim, x.old_value, x.new_value, dynamic[i]));
       }
     }
     for (const GraphBreak& g : breaks_) {
@@ -497,58 +462,23 @@ class Importer {
       auto break_loc = location("graph_break", g.file, at->co_name, g.line);
       if (!break_loc.ok()) return break_loc.status();
       const uint32_t loc = *break_loc;
-      auto row = t_.writer->row(store::schema::explicit_evaluations);
-      row.null().i64(utid(g.pid)).i64(ts).i64(0).i64(step_at(g.pid, ts)).text(g.kind).i64(loc).i64(at->ops).i64(graph_of[key]);
-      row.text("torch.compile");
-      if (g.reason.empty()) row.null(); else row.text(g.reason);
-      TC_RETURN_IF_ERROR(row.insert());
-      ++s_.explicit_evaluations;
+      TC_RETURN_IF_ERROR(write_evaluation({.utid = utid(g.pid), .ts = ts, .dur = 0, .step = step_at(g.pid, ts), .kind = g.kind, .location = loc,
+                                           .ops = at->ops, .graph = graph_of[key],
+                                           .what = g.reason.empty() ? std::nullopt : std::optional<std::string_view>(g.reason)}));
     }
     return Status::Ok();
   }
 
- public:
-  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
-  std::string source_;
-
- private:
-  ImportTarget& t_;
-  const ImportLimits& limits_;
-  ImportSummary s_;
   std::vector<Metrics> metrics_;
   std::map<std::string, std::vector<DynamicDim>> dynamic_;  // compile id -> its automatic_dynamic changes
   std::vector<GraphBreak> breaks_;
-  std::map<uint32_t, int64_t> utids_;
-  import_common::Locations locations_;
 };
 
 }  // namespace
 
 StatusOr<ImportSummary> import_torch_trace(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
-  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_torch_trace: no store to write to");
-  std::vector<std::string> logs = import_common::list_logs(dir, "");
-  Importer im(target, limits);
-  im.source_ = dir;
-  if (logs.empty()) return im.summary();
-  import_common::keep_first(logs, limits.max_files, "log files", im.summary_ref());
-  for (const std::string& n : logs) im.read_file(dir + "/" + n);
-  TC_RETURN_IF_ERROR(im.write());
-  return im.summary();
+  TorchImporter im(target, limits);
+  return import_common::import_dir(im, "import_torch_trace", dir, "", "log files");
 }
 
-std::string describe_skipped(const ImportSummary& s) {
-  std::string what;
-  auto add = [&](int64_t n, const char* one, const char* many) {
-    if (n == 0) return;
-    what += (what.empty() ? "" : " and ") + std::to_string(n) + " " + (n == 1 ? one : many);
-  };
-  add(s.unknown_kinds, "record of an unknown kind", "records of unknown kinds");
-  add(s.malformed, "malformed line", "malformed lines");
-  std::string out;
-  if (!what.empty()) out = what + " skipped";
-  if (s.truncated) out += std::string(out.empty() ? "" : "; ") + "the trace was cut inside a record (what was complete was imported)";
-  if (!s.note.empty()) out += std::string(out.empty() ? "" : "; ") + s.note;
-  return out.empty() ? out : s.framework + (s.framework == "torch.compile" ? " trace: " : " log: ") + out;
-}
-
-}  // namespace tc::collect
+}  // namespace tc::import

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace tc::collect::cupti {
+namespace tc::capture::cupti {
 
 // "tc_g12_k3" or "tc_g12_k3_alpha" -> (12, 3); false for any other name.
 bool parse_kernel_name(const char* name, int64_t* graph_id, int64_t* kernel);
@@ -82,4 +82,4 @@ class Translator {
   template <class Record> Row* add_row(const Record& a, const char* kind);
 };
 
-}  // namespace tc::collect::cupti
+}  // namespace tc::capture::cupti

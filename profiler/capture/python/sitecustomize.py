@@ -16,7 +16,7 @@ Cost: one NVTX mark per step, a few microseconds (docs/frameworks.md).
 
 For JAX (only once the program imports jax, and only when tc-profile set
 TC_JAX_LOG_DIR) it writes DIR/jax-PID.log, JSON lines that the collector
-imports at the end of the run (tc/collect/import.h, import_jax_log):
+imports at the end of the run (tc/import/import.h, import_jax_log):
   - the jax.monitoring durations of /jax/core/compile/* (tracing, lowering,
     backend compile), each with its fun_name;
   - the "TRACING CACHE MISS" explanations of jax_explain_cache_misses, which
@@ -181,24 +181,66 @@ class _NotGiven:
 _NOT_GIVEN = _NotGiven()
 
 
-def _register_jax(jax):
-    directory = os.environ.get("TC_JAX_LOG_DIR")
-    if not directory:
-        return
+def _open_log(directory, prefix):
+    """DIR/PREFIX-PID.log (_JaxLog), flushed at exit and reopened by a forked child; None when it cannot be made."""
     import atexit
-    import logging
-    import threading
-    import time
 
-    now = time.monotonic_ns  # CLOCK_MONOTONIC: the store's clock
-    log = _JaxLog(directory)
+    log = _JaxLog(directory, prefix)
     if log.fd is None:
-        return
+        return None
     atexit.register(log.flush)
     try:
         os.register_at_fork(after_in_child=log.forked)
     except Exception:
         pass
+    return log
+
+
+def _wrap_reads(cls, methods, local, flag, log, now, program_frame, extra=dict):
+    """Wraps each (name, kind, what) of `methods` on `cls` (a jax Array, a torch Tensor) so that a read by the
+    program's own code is logged as a forced evaluation (k="eval", with extra()'s fields). program_frame(obj, depth)
+    is the frame of the program that made the call (sys._getframe(depth) there is the wrapper's caller), or None
+    for a call that is not logged. local.<flag> is set during a logged read: reads inside it are not logged."""
+
+    def wrap(name, kind, what):
+        original = getattr(cls, name, None)
+        if original is None:
+            return
+
+        def forced(self, *args, **kwargs):
+            frame = None if getattr(local, flag, False) else program_frame(self, 2)
+            if frame is None:
+                return original(self, *args, **kwargs)
+            setattr(local, flag, True)
+            t0 = now()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                setattr(local, flag, False)
+                log.record(k="eval", ts=t0, dur=now() - t0, kind=kind, what=what, file=frame.f_code.co_filename,
+                           line=frame.f_lineno, fn=frame.f_code.co_name, **extra())
+
+        try:
+            setattr(cls, name, functools.wraps(original)(forced))
+        except Exception:
+            pass
+
+    for name, kind, what in methods:
+        wrap(name, kind, what)
+
+
+def _register_jax(jax):
+    directory = os.environ.get("TC_JAX_LOG_DIR")
+    if not directory:
+        return
+    import logging
+    import threading
+    import time
+
+    now = time.monotonic_ns  # CLOCK_MONOTONIC: the store's clock
+    log = _open_log(directory, "jax")
+    if log is None:
+        return
     log.record(k="start", ts=now(), pid=log.pid, jax=str(getattr(jax, "__version__", "")))
     try:  # call sites in cache-miss explanations: the program's frame, not this hook's
         from jax._src import source_info_util
@@ -299,37 +341,16 @@ def _register_jax(jax):
     except Exception:
         return
 
-    def wrap(name, kind, what):
-        original = getattr(Array, name, None)
-        if original is None:
-            return
+    def program_frame(_array, depth):
+        frame = sys._getframe(depth)
+        where = frame.f_code.co_filename
+        return None if where.startswith(jax_dir) or where.startswith("<frozen") else frame
 
-        def forced(self, *args, **kwargs):
-            if getattr(local, "reading", False):
-                return original(self, *args, **kwargs)
-            frame = sys._getframe(1)
-            where = frame.f_code.co_filename
-            if where.startswith(jax_dir) or where.startswith("<frozen"):
-                return original(self, *args, **kwargs)
-            local.reading = True
-            t0 = now()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                local.reading = False
-                log.record(k="eval", ts=t0, dur=now() - t0, kind=kind, what=what, file=where, line=frame.f_lineno,
-                           fn=frame.f_code.co_name)
-
-        try:
-            setattr(Array, name, functools.wraps(original)(forced))
-        except Exception:
-            pass
-
-    for name, kind, what in (("__float__", "item", "float()"), ("__int__", "item", "int()"), ("__bool__", "item", "bool()"),
-                             ("item", "item", "item()"), ("tolist", "to_host", "tolist()"),
-                             ("__array__", "to_host", "numpy.asarray()"), ("__repr__", "print", "repr()"),
-                             ("__str__", "print", "str()"), ("__format__", "print", "format()")):
-        wrap(name, kind, what)
+    _wrap_reads(Array, (("__float__", "item", "float()"), ("__int__", "item", "int()"), ("__bool__", "item", "bool()"),
+                        ("item", "item", "item()"), ("tolist", "to_host", "tolist()"),
+                        ("__array__", "to_host", "numpy.asarray()"), ("__repr__", "print", "repr()"),
+                        ("__str__", "print", "str()"), ("__format__", "print", "format()")),
+                local, "reading", log, now, program_frame)
 
 # ---------------------------------------------------------------- PyTorch/XLA
 
@@ -341,7 +362,6 @@ def _register_xla(torch_xla):
     directory = os.environ.get("TC_XLA_LOG_DIR")
     if not directory:
         return
-    import atexit
     import linecache
     import re
     import threading
@@ -357,14 +377,9 @@ def _register_xla(torch_xla):
     except Exception:
         return
     now = time.monotonic_ns
-    log = _JaxLog(directory, "xla")
-    if log.fd is None:
+    log = _open_log(directory, "xla")
+    if log is None:
         return
-    atexit.register(log.flush)
-    try:
-        os.register_at_fork(after_in_child=log.forked)
-    except Exception:
-        pass
     _XLA_STEPS.append(True)
     log.record(k="start", ts=now(), pid=log.pid, torch_xla=str(getattr(torch_xla, "__version__", "")),
                torch=str(getattr(torch, "__version__", "")))
@@ -423,39 +438,19 @@ def _register_xla(torch_xla):
     # Forced evaluations: an XLA tensor read back on the host by the program's own code.
     Tensor = torch.Tensor
 
-    def wrap(name, kind, what):
-        original = getattr(Tensor, name, None)
-        if original is None:
-            return
-
-        def forced(self, *args, **kwargs):
-            if getattr(local, "busy", False):
-                return original(self, *args, **kwargs)
-            try:
-                on_xla = self.device.type == "xla"
-            except Exception:
-                on_xla = False
-            frame = caller(2) if on_xla else None
-            if frame is None or frame is not sys._getframe(1):
-                return original(self, *args, **kwargs)
-            local.busy = True
-            t0 = now()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                local.busy = False
-                log.record(k="eval", ts=t0, dur=now() - t0, kind=kind, what=what, file=frame.f_code.co_filename,
-                           line=frame.f_lineno, fn=frame.f_code.co_name, **since_last())
-
+    def program_frame(tensor, depth):
         try:
-            setattr(Tensor, name, functools.wraps(original)(forced))
+            if tensor.device.type != "xla":
+                return None
         except Exception:
-            pass
+            return None
+        frame = caller(depth + 1)  # caller's own frame is one more
+        return frame if frame is not None and frame is sys._getframe(depth) else None
 
-    for name, kind, what in (("item", "item", "item()"), ("tolist", "to_host", "tolist()"), ("__float__", "item", "float()"),
-                             ("__int__", "item", "int()"), ("__bool__", "item", "bool()"), ("cpu", "to_host", "cpu()"),
-                             ("numpy", "to_host", "numpy()"), ("__repr__", "print", "repr()"), ("__format__", "print", "format()")):
-        wrap(name, kind, what)
+    _wrap_reads(Tensor, (("item", "item", "item()"), ("tolist", "to_host", "tolist()"), ("__float__", "item", "float()"),
+                         ("__int__", "item", "int()"), ("__bool__", "item", "bool()"), ("cpu", "to_host", "cpu()"),
+                         ("numpy", "to_host", "numpy()"), ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
+                local, "busy", log, now, program_frame, since_last)
 
     # Graph inputs: a host tensor moved to the XLA device by the program's own code, named by the variable it is
     # assigned to on that line (`token_ids = batch.to(device)`), else by its file:line.

@@ -1,11 +1,11 @@
-// tc/collect/import.h: framework importers. At the end of a run, the
+// tc/import/import.h: framework importers. At the end of a run, the
 // collector reads what a framework logged about its compiler into the same
 // tables as tc's own compiler (compilations, compilation_inputs,
 // explicit_evaluations), marked with their `framework` column, so that one
 // findings engine serves every compiler.
 //
-//   tc::collect::ImportTarget t{.writer = &writer, .start_ts = run.start_ts, .start_unix_ns = run.start_unix_ns};
-//   auto s = tc::collect::import_torch_trace("/tmp/tc-XXXX/torch_trace", t);
+//   tc::import::ImportTarget t{.writer = &writer, .start_ts = run.start_ts, .start_unix_ns = run.start_unix_ns};
+//   auto s = tc::import::import_torch_trace("/tmp/tc-XXXX/torch_trace", t);
 //   if (!s.ok()) return s.status();          // only when the store failed
 //   // s->unknown_kinds, s->malformed, s->truncated: also in framework_imports
 //
@@ -79,7 +79,7 @@ namespace tc::store {
 class Writer;
 }
 
-namespace tc::collect {
+namespace tc::import {
 
 struct ImportTarget {
   store::Writer* writer = nullptr;
@@ -135,4 +135,4 @@ StatusOr<ImportSummary> import_xla_log(const std::string& dir, ImportTarget& tar
 // ("jax log: ..." for JAX), or "" when nothing was skipped (what tc-analyze prints, as one line).
 std::string describe_skipped(const ImportSummary& s);
 
-}  // namespace tc::collect
+}  // namespace tc::import

@@ -1,5 +1,9 @@
-// A small strict JSON parser (RFC 8259) for the framework importers: input
-// written by another process, so every limit is checked and nothing throws.
+// Strict JSON (RFC 8259, through simdjson) for the framework importers, as a
+// plain tree: input written by another process, so every limit is checked
+// and nothing throws. Also read, as Python's json module writes them: NaN,
+// Infinity and -Infinity (numbers that are NaN), integers beyond 64 bits (not
+// integral), lone UTF-16 surrogate escapes (U+FFFD). Refused: duplicate keys,
+// nesting beyond Limits::max_depth, invalid UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tc::collect::json {
+namespace tc::import::json {
 
 struct Value {
   enum Type : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
@@ -37,4 +41,4 @@ struct Limits {
 // with *error set to one line ("expected ':' at offset 17").
 std::optional<Value> parse(std::string_view text, std::string* error = nullptr, Limits limits = {});
 
-}  // namespace tc::collect::json
+}  // namespace tc::import::json

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <vector>
 
-namespace tc::collect::cupti {
+namespace tc::capture::cupti {
 namespace {
 
 bool parse_int(const char*& p, int64_t* out) {
@@ -168,4 +168,4 @@ void Translator::buffer(uint8_t* data, std::size_t valid_size) {
   if (status != CUPTI_ERROR_MAX_LIMIT_REACHED) ++counts_.unreadable;
 }
 
-}  // namespace tc::collect::cupti
+}  // namespace tc::capture::cupti

@@ -5,7 +5,7 @@
 
 #include "tc/trace/trace.h"
 
-namespace tc::collect::cupti {
+namespace tc::capture::cupti {
 ClockMap::ClockMap(NowFn cupti_now) : cupti_now_(cupti_now) {
   // The recording clock's rate against CLOCK_MONOTONIC, over 1 ms (1 when
   // it is CLOCK_MONOTONIC itself: the two readings then advance together).
@@ -83,4 +83,4 @@ int64_t Emitter::emit(const std::vector<Row>& rows) {
   return n;
 }
 
-}  // namespace tc::collect::cupti
+}  // namespace tc::capture::cupti

@@ -1,5 +1,5 @@
 // The JAX log of tc's Python hook (TC_JAX_LOG_DIR/jax-PID.log) into the
-// store; see tc/collect/import.h for the contract and docs/frameworks.md for
+// store; see tc/import/import.h for the contract and docs/frameworks.md for
 // the format.
 
 #include <algorithm>
@@ -14,11 +14,11 @@
 
 #include "import_common.h"
 #include "json.h"
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 
-namespace tc::collect {
+namespace tc::import {
 
 namespace {
 
@@ -205,167 +205,133 @@ struct Process {
   int64_t last_ts = 0;
 };
 
-class JaxImporter {
+class JaxImporter : public import_common::Importer {
  public:
-  JaxImporter(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) { s_.framework = "jax"; }
-
-  void read_file(const std::string& path, uint32_t pid_from_name) {
-    bool cut = false;
-    std::string why;
-    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
-    if (!text) return note(why);
-    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
-    ++s_.files;
-    parse(*text, cut, pid_from_name);
-  }
-
-  Status write() {
-    for (Process& p : processes_) TC_RETURN_IF_ERROR(write_process(p));
-    return write_summary();
-  }
-
-  ImportSummary summary() const { return s_; }
-  ImportSummary& summary_ref() { return s_; }
-  void note(const std::string& n) { import_common::note(s_, n); }
-  std::string source_;
+  JaxImporter(ImportTarget& t, const ImportLimits& l) : Importer(t, l, "jax") {}
 
  private:
-  void parse(std::string_view text, bool cut, uint32_t pid_from_name) {
-    // A last line without its newline was cut while it was written.
-    if (import_common::drop_cut_line(text)) cut = true;
-    if (cut) s_.truncated = true;
+  // What parse() keeps between the records of one file.
+  struct Reading {
     Process p;
-    p.pid = pid_from_name;
     std::map<std::string, Stage> trace, lower;  // fun -> its last stage not yet part of a compilation
     std::map<std::string, Miss> misses;
     std::map<std::string, int64_t> compiled;  // fun -> compilations so far
     int64_t last_compile_end = 0;
     size_t rows = 0;
-    import_common::Lines lines(text);
-    for (std::string_view line; lines.next(line);) {
-      ++s_.lines;
-      if (line.empty()) continue;
-      auto v = import_common::parse_record(line, s_);
-      if (!v) continue;
-      const std::string_view k = *v->str("k");
-      auto ts = v->int64("ts");
-      if (k == "start") {
-        auto pid = v->int64("pid");
-        if (!pid || *pid <= 0 || *pid > UINT32_MAX) {
-          ++s_.malformed;
-          continue;
-        }
-        p.pid = static_cast<uint32_t>(*pid);
-        if (auto ver = v->str("jax"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
-      } else if (k == "fun") {
-        auto i = v->int64("i");
-        auto name = v->str("name");
-        if (!i || *i < 0 || !name || p.funs.size() >= limits_.max_rows) {
-          ++s_.malformed;
-          continue;
-        }
-        p.funs[*i] = {std::string(*name), std::string(v->str("file").value_or("")), v->int64("line").value_or(0)};
-      } else if (k == "call") {
-        auto f = v->int64("f");
-        auto end = v->int64("end");
-        if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts) {
-          ++s_.malformed;
-          continue;
-        }
-        if (rows++ < limits_.max_rows) p.calls.push_back({*f, *ts, *end});
-        p.last_ts = std::max(p.last_ts, *end);
-      } else if (k == "eval") {
-        auto dur = v->int64("dur");
-        auto kind = v->str("kind");
-        auto file = v->str("file");
-        auto ln = v->int64("line");
-        if (!valid_ts(ts) || !dur || *dur < 0 || *dur > kMaxTs || !kind || !file || !ln ||
-            (*kind != "item" && *kind != "to_host" && *kind != "print")) {
-          ++s_.malformed;
-          continue;
-        }
-        if (rows++ < limits_.max_rows)
-          p.evals.push_back({*ts, *dur, *ln, std::string(*kind), std::string(v->str("what").value_or(*kind)), std::string(*file),
-                             std::string(v->str("fn").value_or(""))});
-        p.last_ts = std::max(p.last_ts, *ts + *dur);
-      } else if (k == "miss") {
-        auto msg = v->str("msg");
-        if (!valid_ts(ts) || !msg) {
-          ++s_.malformed;
-          continue;
-        }
-        auto m = parse_miss(*msg);
-        if (!m) {
-          ++s_.malformed;
-          continue;
-        }
-        m->ts = *ts;
-        misses[m->fun] = std::move(*m);
-      } else if (k == "dur") {
-        auto event = v->str("event");
-        auto secs = v->number("s");
-        auto fun = v->str("fun");
-        if (!valid_ts(ts) || !event || !secs || !fun || !std::isfinite(*secs) || *secs < 0 || *secs > 1e6) {
-          ++s_.malformed;
-          continue;
-        }
-        // "jit(train_step)" for lowering and backend compile, "train_step" for tracing.
-        std::string name(*fun);
-        if (name.starts_with("jit(") && name.ends_with(")")) name = name.substr(4, name.size() - 5);
-        const Stage st{*ts, static_cast<int64_t>(*secs * 1e9)};
-        if (*event == "/jax/core/compile/jaxpr_trace_duration") {
-          trace[name] = st;
-        } else if (*event == "/jax/core/compile/jaxpr_to_mlir_module_duration") {
-          lower[name] = st;
-        } else if (*event == "/jax/core/compile/backend_compile_duration") {
-          // A stage belongs to this compilation only if it ended after the
-          // last one: a jitted function traced inside another's trace (and
-          // compiled as part of it) leaves stages of its own behind.
-          auto fresh = [&](auto& m) -> std::optional<Stage> {
-            auto it = m.find(name);
-            if (it == m.end()) return std::nullopt;
-            Stage s = it->second;
-            m.erase(it);
-            if (s.end <= last_compile_end) return std::nullopt;
-            return s;
-          };
-          Compilation c;
-          c.fun = name;
-          c.backend_ns = st.dur;
-          int64_t start = st.end - st.dur;
-          if (auto l = fresh(lower)) {
-            c.lower_ns = l->dur;
-            start = std::min(start, l->end - l->dur);
-          }
-          if (auto t = fresh(trace)) start = std::min(start, t->end - t->dur);
-          if (auto m = misses.find(name); m != misses.end()) {
-            if (m->second.ts > last_compile_end) c.miss = std::move(m->second);
-            misses.erase(m);
-          }
-          c.ts = std::max<int64_t>(start, 1);
-          c.dur = st.end - c.ts;
-          c.index = compiled[name]++;
-          last_compile_end = st.end;
-          if (rows++ < limits_.max_rows) p.compilations.push_back(std::move(c));
-        }
-        p.last_ts = std::max(p.last_ts, *ts);
-      } else if (k == "limit") {
-        note("the hook stopped writing at its size limit (64 MiB)");
-      } else {
-        ++s_.unknown_kinds;
-      }
-    }
-    if (p.pid == 0) {
-      note("a JAX log names no process");
-      return;
-    }
-    processes_.push_back(std::move(p));
+  };
+
+  void parse(std::string_view text, bool cut, uint32_t pid_from_name) override {
+    Reading r;
+    r.p.pid = pid_from_name;
+    import_common::for_each_record(text, cut, s_, [&](const json::Value& v, std::string_view k) {
+      if (!take(r, v, k)) ++s_.malformed;
+    });
+    if (r.p.pid == 0) return note("a JAX log names no process");
+    processes_.push_back(std::move(r.p));
   }
 
-  int64_t utid(uint32_t pid) { return t_.utid_for ? t_.utid_for(pid) : 0; }
+  // One record; false when it is malformed.
+  bool take(Reading& r, const json::Value& v, std::string_view k) {
+    Process& p = r.p;
+    auto ts = v.int64("ts");
+    if (k == "start") {
+      auto pid = v.int64("pid");
+      if (!pid || *pid <= 0 || *pid > UINT32_MAX) return false;
+      p.pid = static_cast<uint32_t>(*pid);
+      if (auto ver = v.str("jax"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
+    } else if (k == "fun") {
+      auto i = v.int64("i");
+      auto name = v.str("name");
+      if (!i || *i < 0 || !name || p.funs.size() >= limits_.max_rows) return false;
+      p.funs[*i] = {std::string(*name), std::string(v.str("file").value_or("")), v.int64("line").value_or(0)};
+    } else if (k == "call") {
+      auto f = v.int64("f");
+      auto end = v.int64("end");
+      if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts) return false;
+      if (r.rows++ < limits_.max_rows) p.calls.push_back({*f, *ts, *end});
+      p.last_ts = std::max(p.last_ts, *end);
+    } else if (k == "eval") {
+      auto dur = v.int64("dur");
+      auto kind = v.str("kind");
+      auto file = v.str("file");
+      auto ln = v.int64("line");
+      if (!valid_ts(ts) || !dur || *dur < 0 || *dur > kMaxTs || !kind || !file || !ln ||
+          (*kind != "item" && *kind != "to_host" && *kind != "print"))
+        return false;
+      if (r.rows++ < limits_.max_rows)
+        p.evals.push_back({*ts, *dur, *ln, std::string(*kind), std::string(v.str("what").value_or(*kind)), std::string(*file),
+                           std::string(v.str("fn").value_or(""))});
+      p.last_ts = std::max(p.last_ts, *ts + *dur);
+    } else if (k == "miss") {
+      auto msg = v.str("msg");
+      if (!valid_ts(ts) || !msg) return false;
+      auto m = parse_miss(*msg);
+      if (!m) return false;
+      m->ts = *ts;
+      r.misses[m->fun] = std::move(*m);
+    } else if (k == "dur") {
+      return duration(r, v, ts);
+    } else if (k == "limit") {
+      note("the hook stopped writing at its size limit (64 MiB)");
+    } else {
+      ++s_.unknown_kinds;
+    }
+    return true;
+  }
 
-  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
-    return locations_.get(t_, s_, name, file, function, line);
+  // A jax.monitoring duration: a stage of a compilation; a backend compile
+  // ends one (a compilations row, with the stages and the miss before it).
+  bool duration(Reading& r, const json::Value& v, std::optional<int64_t> ts) {
+    auto event = v.str("event");
+    auto secs = v.number("s");
+    auto fun = v.str("fun");
+    if (!valid_ts(ts) || !event || !secs || !fun || !std::isfinite(*secs) || *secs < 0 || *secs > 1e6) return false;
+    // "jit(train_step)" for lowering and backend compile, "train_step" for tracing.
+    std::string name(*fun);
+    if (name.starts_with("jit(") && name.ends_with(")")) name = name.substr(4, name.size() - 5);
+    const Stage st{*ts, static_cast<int64_t>(*secs * 1e9)};
+    if (*event == "/jax/core/compile/jaxpr_trace_duration") {
+      r.trace[name] = st;
+    } else if (*event == "/jax/core/compile/jaxpr_to_mlir_module_duration") {
+      r.lower[name] = st;
+    } else if (*event == "/jax/core/compile/backend_compile_duration") {
+      // A stage belongs to this compilation only if it ended after the
+      // last one: a jitted function traced inside another's trace (and
+      // compiled as part of it) leaves stages of its own behind.
+      auto fresh = [&](auto& m) -> std::optional<Stage> {
+        auto it = m.find(name);
+        if (it == m.end()) return std::nullopt;
+        Stage s = it->second;
+        m.erase(it);
+        if (s.end <= r.last_compile_end) return std::nullopt;
+        return s;
+      };
+      Compilation c;
+      c.fun = name;
+      c.backend_ns = st.dur;
+      int64_t start = st.end - st.dur;
+      if (auto l = fresh(r.lower)) {
+        c.lower_ns = l->dur;
+        start = std::min(start, l->end - l->dur);
+      }
+      if (auto t = fresh(r.trace)) start = std::min(start, t->end - t->dur);
+      if (auto m = r.misses.find(name); m != r.misses.end()) {
+        if (m->second.ts > r.last_compile_end) c.miss = std::move(m->second);
+        r.misses.erase(m);
+      }
+      c.ts = std::max<int64_t>(start, 1);
+      c.dur = st.end - c.ts;
+      c.index = r.compiled[name]++;
+      r.last_compile_end = st.end;
+      if (r.rows++ < limits_.max_rows) r.p.compilations.push_back(std::move(c));
+    }
+    r.p.last_ts = std::max(r.p.last_ts, *ts);
+    return true;
+  }
+
+  Status write_rows() override {
+    for (Process& p : processes_) TC_RETURN_IF_ERROR(write_process(p));
+    return Status::Ok();
   }
 
   Status write_process(Process& p) {
@@ -431,42 +397,25 @@ class JaxImporter {
       ++s_.compilations;
       if (std::string_view(reason) != "shape_change") continue;
       for (const DimChange& d : c.miss->dims) {
-        TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs)
-                               .null().i64(u).i64(graph).text(d.input).i64(d.dim).i64(d.old_value).i64(d.new_value).i64(0).insert());
+        TC_RETURN_IF_ERROR(write_input(u, graph, d.input, d.dim, d.old_value, d.new_value));
       }
     }
     for (const Eval& e : p.evals) {
       auto loc = location(e.what, e.file, e.fn, e.line);
       if (!loc.ok()) return loc.status();
-      auto row = t_.writer->row(store::schema::explicit_evaluations);
-      row.null().i64(u).i64(e.ts).i64(e.dur).i64(step_at(e.ts)).text(e.kind).i64(*loc).i64(0).i64(0).text("jax").text(e.what);
-      TC_RETURN_IF_ERROR(row.insert());
-      ++s_.explicit_evaluations;
+      TC_RETURN_IF_ERROR(write_evaluation({.utid = u, .ts = e.ts, .dur = e.dur, .step = step_at(e.ts), .kind = e.kind, .location = *loc, .what = e.what}));
     }
     return Status::Ok();
   }
 
-  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
-
-  ImportTarget& t_;
-  const ImportLimits& limits_;
-  ImportSummary s_;
   std::vector<Process> processes_;
-  import_common::Locations locations_;
 };
 
 }  // namespace
 
 StatusOr<ImportSummary> import_jax_log(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
-  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_jax_log: no store to write to");
-  std::vector<std::string> logs = import_common::list_logs(dir, "jax-");
   JaxImporter im(target, limits);
-  im.source_ = dir;
-  if (logs.empty()) return im.summary();
-  import_common::keep_first(logs, limits.max_files, "JAX logs", im.summary_ref());
-  for (const std::string& n : logs) im.read_file(dir + "/" + n, import_common::pid_in_name(n, "jax-"));
-  TC_RETURN_IF_ERROR(im.write());
-  return im.summary();
+  return import_common::import_dir(im, "import_jax_log", dir, "jax-", "JAX logs");
 }
 
-}  // namespace tc::collect
+}  // namespace tc::import

@@ -50,7 +50,7 @@
 #include "tc/trace/records.h"
 #include "tc/trace/trace.h"
 
-namespace cp = tc::collect::cupti;
+namespace cp = tc::capture::cupti;
 namespace tr = tc::trace;
 
 namespace {

@@ -11,7 +11,7 @@
 #include "activity.h"
 #include "tc/trace/records.h"
 
-namespace tc::collect::cupti {
+namespace tc::capture::cupti {
 
 // CUPTI's clock (ns: tc registers CLOCK_MONOTONIC as CUPTI's timestamp where
 // it can, else CUPTI's own) onto the recording clock's ticks: two readings of
@@ -57,4 +57,4 @@ class Emitter {
   std::unordered_map<std::string, trace::StringId> names_;
 };
 
-}  // namespace tc::collect::cupti
+}  // namespace tc::capture::cupti

@@ -1,7 +1,7 @@
 // The PyTorch/XLA log of tc's Python hook (TC_XLA_LOG_DIR/xla-PID.log) and
 // PyTorch/XLA's own debug output (PT_XLA_DEBUG_LEVEL=2 into
 // PT_XLA_DEBUG_FILE = TC_XLA_LOG_DIR/pt_xla_debug.txt) into the store; see
-// tc/collect/import.h for the contract and docs/frameworks.md for the format.
+// tc/import/import.h for the contract and docs/frameworks.md for the format.
 
 #include <algorithm>
 #include <cstring>
@@ -14,11 +14,11 @@
 
 #include "import_common.h"
 #include "json.h"
-#include "tc/collect/import.h"
+#include "tc/import/import.h"
 #include "tc/store/schema.h"
 #include "tc/store/writer.h"
 
-namespace tc::collect {
+namespace tc::import {
 
 namespace {
 
@@ -50,22 +50,13 @@ struct Process {
   std::vector<Event> events;
 };
 
-class XlaImporter {
+class XlaImporter : public import_common::Importer {
  public:
-  XlaImporter(ImportTarget& t, const ImportLimits& l) : t_(t), limits_(l) { s_.framework = "torch_xla"; }
-
-  void read_log(const std::string& path, uint32_t pid_from_name) {
-    bool cut = false;
-    std::string why;
-    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
-    if (!text) return note(why);
-    if (cut) note(import_common::larger_than_note(path, limits_.max_file_bytes));
-    ++s_.files;
-    parse_log(*text, cut, pid_from_name);
-  }
+  XlaImporter(ImportTarget& t, const ImportLimits& l) : Importer(t, l, "torch_xla") {}
 
   // PyTorch/XLA's debug output: the compilations' causes and frames, in order.
-  void read_debug(const std::string& path) {
+  void read_extra(const std::string& dir) override {
+    const std::string path = dir + "/" + kDebugFile;
     bool cut = false;
     std::string why;
     auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
@@ -122,116 +113,100 @@ class XlaImporter {
     if (open || !lines.done() || cut) s_.truncated = true;
   }
 
-  Status write() {
+  Status write_rows() override {
     if (!analyses_.empty() && processes_.size() > 1) {
       note("PyTorch/XLA's debug output of several processes is not used (the hook's causes are)");
       analyses_.clear();
     }
     for (Process& p : processes_) TC_RETURN_IF_ERROR(write_process(p));
-    return write_summary();
+    return Status::Ok();
   }
 
-  ImportSummary summary() const { return s_; }
-  ImportSummary& summary_ref() { return s_; }
-  void note(const std::string& n) { import_common::note(s_, n); }
-  std::string source_;
-
  private:
-  void parse_log(std::string_view text, bool cut, uint32_t pid_from_name) {
-    if (import_common::drop_cut_line(text)) cut = true;
-    if (cut) s_.truncated = true;
+  void parse(std::string_view text, bool cut, uint32_t pid_from_name) override {
     Process p;
     p.pid = pid_from_name;
-    import_common::Lines lines(text);
-    for (std::string_view line; lines.next(line);) {
-      ++s_.lines;
-      if (line.empty()) continue;
-      auto v = import_common::parse_record(line, s_);
-      if (!v) continue;
-      const std::string_view k = *v->str("k");
-      auto ts = v->int64("ts");
-      if (k == "start") {
-        auto pid = v->int64("pid");
-        if (!pid || *pid <= 0 || *pid > UINT32_MAX || !valid_ts(ts)) {
-          ++s_.malformed;
-          continue;
-        }
-        p.pid = static_cast<uint32_t>(*pid);
-        p.start = *ts;
-        if (auto ver = v->str("torch_xla"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
-        continue;
-      }
-      if (k != "sync" && k != "eval" && k != "input") {
-        ++s_.unknown_kinds;
-        continue;
-      }
-      Event e;
-      e.ts = ts.value_or(0);
-      auto file = v->str("file");
-      auto ln = v->int64("line");
-      if (!valid_ts(ts) || !file || !valid_count(ln) || p.events.size() >= limits_.max_rows) {
-        ++s_.malformed;
-        continue;
-      }
-      e.file = std::string(file->substr(0, 4096));
-      e.line = *ln;
-      if (k == "input") {
-        auto name = v->str("name");
-        const json::Value* shape = v->get("shape");
-        bool ok = name && !name->empty() && shape && shape->type == json::Value::kArray && shape->a.size() <= 64;
-        for (size_t i = 0; ok && i < shape->a.size(); ++i) {
-          const json::Value& d = shape->a[i];
-          ok = d.type == json::Value::kNumber && d.integral && d.i >= 0 && d.i < kMaxTs;
-          if (ok) e.shape.push_back(d.i);
-        }
-        if (!ok) {
-          ++s_.malformed;
-          continue;
-        }
-        e.kind = Event::kInput;
-        e.name = std::string(name->substr(0, 256));
-        e.end = e.ts;
-      } else {
-        auto compiles = v->int64("compiles");
-        auto compile_ns = v->int64("compile_ns");
-        if (!valid_count(compiles) || *compiles > 1000 || !valid_count(compile_ns)) {
-          ++s_.malformed;
-          continue;
-        }
-        e.compiles = *compiles;
-        e.compile_ns = *compile_ns;
-        if (k == "sync") {
-          auto end = v->int64("end");
-          if (!valid_ts(end) || *end < e.ts) {
-            ++s_.malformed;
-            continue;
-          }
-          e.kind = Event::kSync;
-          e.end = *end;
-        } else {
-          auto dur = v->int64("dur");
-          auto kind = v->str("kind");
-          if (!valid_count(dur) || !kind || (*kind != "item" && *kind != "to_host" && *kind != "print")) {
-            ++s_.malformed;
-            continue;
-          }
-          e.kind = Event::kEval;
-          e.end = e.ts + *dur;
-          e.eval_kind = std::string(*kind);
-          e.what = std::string(v->str("what").value_or(*kind).substr(0, 64));
-          e.fn = std::string(v->str("fn").value_or("").substr(0, 256));
-        }
-      }
-      p.events.push_back(std::move(e));
-    }
+    import_common::for_each_record(text, cut, s_, [&](const json::Value& v, std::string_view k) {
+      if (!take(p, v, k)) ++s_.malformed;
+    });
     if (p.pid == 0) return note("a PyTorch/XLA log names no process");
     processes_.push_back(std::move(p));
   }
 
-  int64_t utid(uint32_t pid) { return t_.utid_for ? t_.utid_for(pid) : 0; }
+  // One record; false when it is malformed.
+  bool take(Process& p, const json::Value& v, std::string_view k) {
+    auto ts = v.int64("ts");
+    if (k == "start") {
+      auto pid = v.int64("pid");
+      if (!pid || *pid <= 0 || *pid > UINT32_MAX || !valid_ts(ts)) return false;
+      p.pid = static_cast<uint32_t>(*pid);
+      p.start = *ts;
+      if (auto ver = v.str("torch_xla"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
+      return true;
+    }
+    if (k != "sync" && k != "eval" && k != "input") {
+      ++s_.unknown_kinds;
+      return true;
+    }
+    Event e;
+    e.ts = ts.value_or(0);
+    auto file = v.str("file");
+    auto ln = v.int64("line");
+    if (!valid_ts(ts) || !file || !valid_count(ln) || p.events.size() >= limits_.max_rows) return false;
+    e.file = std::string(file->substr(0, 4096));
+    e.line = *ln;
+    if (!(k == "input" ? input(e, v) : k == "sync" ? sync(e, v) : eval(e, v))) return false;
+    p.events.push_back(std::move(e));
+    return true;
+  }
 
-  StatusOr<uint32_t> location(const std::string& name, const std::string& file, const std::string& function, int64_t line) {
-    return locations_.get(t_, s_, name, file, function, line);
+  // A graph input the program moved to the device: its name and shape.
+  static bool input(Event& e, const json::Value& v) {
+    auto name = v.str("name");
+    const json::Value* shape = v.get("shape");
+    bool ok = name && !name->empty() && shape && shape->type == json::Value::kArray && shape->a.size() <= 64;
+    for (size_t i = 0; ok && i < shape->a.size(); ++i) {
+      const json::Value& d = shape->a[i];
+      ok = d.type == json::Value::kNumber && d.integral && d.i >= 0 && d.i < kMaxTs;
+      if (ok) e.shape.push_back(d.i);
+    }
+    if (!ok) return false;
+    e.kind = Event::kInput;
+    e.name = std::string(name->substr(0, 256));
+    e.end = e.ts;
+    return true;
+  }
+
+  // The compilations PyTorch/XLA counted since the record before.
+  static bool compiles(Event& e, const json::Value& v) {
+    auto compiles = v.int64("compiles");
+    auto compile_ns = v.int64("compile_ns");
+    if (!valid_count(compiles) || *compiles > 1000 || !valid_count(compile_ns)) return false;
+    e.compiles = *compiles;
+    e.compile_ns = *compile_ns;
+    return true;
+  }
+
+  static bool sync(Event& e, const json::Value& v) {
+    if (!compiles(e, v)) return false;
+    auto end = v.int64("end");
+    if (!valid_ts(end) || *end < e.ts) return false;
+    e.kind = Event::kSync;
+    e.end = *end;
+    return true;
+  }
+
+  static bool eval(Event& e, const json::Value& v) {
+    if (!compiles(e, v)) return false;
+    auto dur = v.int64("dur");
+    auto kind = v.str("kind");
+    if (!valid_count(dur) || !kind || (*kind != "item" && *kind != "to_host" && *kind != "print")) return false;
+    e.kind = Event::kEval;
+    e.end = e.ts + *dur;
+    e.eval_kind = std::string(*kind);
+    e.what = std::string(v.str("what").value_or(*kind).substr(0, 64));
+    e.fn = std::string(v.str("fn").value_or("").substr(0, 256));
+    return true;
   }
 
   using Inputs = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // name -> shape, in the order first moved
@@ -262,10 +237,7 @@ class XlaImporter {
       if (e.kind == Event::kEval) {
         auto loc = location(e.what, e.file, e.fn, e.line);
         if (!loc.ok()) return loc.status();
-        auto row = t_.writer->row(store::schema::explicit_evaluations);
-        row.null().i64(u).i64(e.ts).i64(e.end - e.ts).i64(step).text(e.eval_kind).i64(*loc).i64(0).i64(0).text("torch_xla").text(e.what);
-        TC_RETURN_IF_ERROR(row.insert());
-        ++s_.explicit_evaluations;
+        TC_RETURN_IF_ERROR(write_evaluation({.utid = u, .ts = e.ts, .dur = e.end - e.ts, .step = step, .kind = e.eval_kind, .location = *loc, .what = e.what}));
       }
       for (int64_t c = 0; c < e.compiles; ++c) {
         // The cause and frame: PyTorch/XLA's own, in order; without them the hook's.
@@ -309,7 +281,7 @@ class XlaImporter {
         ++s_.compilations;
         if (std::string_view(reason) != "shape_change") continue;
         for (const auto& [name, dim, old, nw] : dims)
-          TC_RETURN_IF_ERROR(t_.writer->row(store::schema::compilation_inputs).null().i64(u).i64(graph).text(name).i64(dim).i64(old).i64(nw).i64(0).insert());
+          TC_RETURN_IF_ERROR(write_input(u, graph, name, dim, old, nw));
       }
       if (e.kind == Event::kSync) {
         ++step;
@@ -320,11 +292,6 @@ class XlaImporter {
     return Status::Ok();
   }
 
-  Status write_summary() { return import_common::write_summary(t_, s_, source_); }
-
-  ImportTarget& t_;
-  const ImportLimits& limits_;
-  ImportSummary s_;
   std::vector<Process> processes_;
   std::vector<Analysis> analyses_;
   size_t next_analysis_ = 0;
@@ -334,16 +301,8 @@ class XlaImporter {
 }  // namespace
 
 StatusOr<ImportSummary> import_xla_log(const std::string& dir, ImportTarget& target, const ImportLimits& limits) {
-  if (target.writer == nullptr) return Status(StatusCode::kInvalidArgument, "import_xla_log: no store to write to");
-  std::vector<std::string> logs = import_common::list_logs(dir, "xla-");
   XlaImporter im(target, limits);
-  im.source_ = dir;
-  if (logs.empty()) return im.summary();
-  import_common::keep_first(logs, limits.max_files, "PyTorch/XLA logs", im.summary_ref());
-  for (const std::string& n : logs) im.read_log(dir + "/" + n, import_common::pid_in_name(n, "xla-"));
-  im.read_debug(dir + "/" + kDebugFile);
-  TC_RETURN_IF_ERROR(im.write());
-  return im.summary();
+  return import_common::import_dir(im, "import_xla_log", dir, "xla-", "PyTorch/XLA logs");
 }
 
-}  // namespace tc::collect
+}  // namespace tc::import
