@@ -13,7 +13,7 @@
 #include "tc/analysis/report.h"
 #include "tc/viewer/frame_cache.h"
 #include "tc/viewer/lod.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 struct ImVec2;
 struct ImDrawList;
@@ -54,7 +54,7 @@ class Document {
  public:
   enum class State { kEmpty, kLoading, kReady, kFailed };
 
-  // Starts loading path (or a job's stores, tc/viewer/job_timeline.h) on a
+  // Starts loading path (or a job's stores, tc/analysis/timeline/job.h) on a
   // worker thread; the previous store stays until then.
   void open(const std::string& path) { open(std::vector<std::string>{path}); }
   void open(const std::vector<std::string>& paths);

@@ -5,7 +5,7 @@
 
 #include "app.h"
 #include "tc/analysis/job.h"
-#include "tc/viewer/job_timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer::app {
 

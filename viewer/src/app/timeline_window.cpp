@@ -9,7 +9,7 @@
 #include <string>
 
 #include "app.h"
-#include "tc/viewer/palette.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer::app {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "app.h"
-#include "tc/viewer/palette.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer::app {
 

@@ -1,6 +1,6 @@
-#include "tc/viewer/timeline.h"
+#include "tc/analysis/timeline/timeline.h"
 
-#include "tc/viewer/job_timeline.h"
+#include "tc/analysis/timeline/job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <utility>
 
-namespace tc::viewer {
+namespace tc::analysis::timeline {
 namespace {
 
 constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();  // end of a range that never ended
@@ -873,4 +873,4 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   return tl;
 }
 
-}  // namespace tc::viewer
+}  // namespace tc::analysis::timeline

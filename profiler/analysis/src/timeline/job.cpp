@@ -1,4 +1,4 @@
-#include "tc/viewer/job_timeline.h"
+#include "tc/analysis/timeline/job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 
 #include "tc/analysis/job.h"
 
-namespace tc::viewer {
+namespace tc::analysis::timeline {
 namespace {
 
 // A location id of a store that the merged timeline does not know (location() gives nullptr).
@@ -459,4 +459,4 @@ bool anchor_extent(const Timeline& tl, const std::vector<int64_t>& anchors_ts, i
   return true;
 }
 
-}  // namespace tc::viewer
+}  // namespace tc::analysis::timeline

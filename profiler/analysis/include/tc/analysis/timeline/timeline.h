@@ -1,8 +1,8 @@
-// tc/viewer/timeline.h: a store loaded into plain, time-sorted arrays for the
+// tc/analysis/timeline/timeline.h: a store loaded into plain, time-sorted arrays for the
 // timeline. No GUI here: tests and benchmarks use it without a display.
 //
 //   auto reader = tc::store::Reader::open("run.tcdb");
-//   auto tl = tc::viewer::load_timeline(*reader);      // off the drawing path
+//   auto tl = tc::analysis::timeline::load_timeline(*reader);      // off the drawing path
 //   if (!tl.ok()) show(tl.status().message());          // one line, never a crash
 //   for (const Lane& lane : tl->lanes) for (const Track& t : lane.tracks) ...
 //
@@ -25,9 +25,9 @@
 
 #include "tc/store/reader.h"
 #include "tc/store/status.h"
-#include "tc/viewer/palette.h"
+#include "tc/analysis/timeline/palette.h"
 
-namespace tc::viewer {
+namespace tc::analysis::timeline {
 
 enum class TrackKind : uint8_t {
   kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels,
@@ -115,7 +115,7 @@ struct NvtxStartEnd {
 // A data-parallel collective (the collectives table): ts is when this rank
 // arrived. Its thread's rows draw [ts, ts + wait) as waiting for the last
 // rank and the rest as the transfer (wait 0 when no other rank's store is
-// loaded; see settle_collectives in job_timeline.h).
+// loaded; see settle_collectives in timeline/job.h).
 struct Collective {
   int64_t ts = 0, dur = 0, step = 0, seq = 0, bytes = 0, tensors = 0, loc_id = 0, utid = 0;
   std::string op;
@@ -181,7 +181,7 @@ struct CounterSeries {
   void min_max(size_t first, size_t last, double* lo, double* hi) const;
 };
 
-// One rank of a job (tc/viewer/job_timeline.h): its lanes are
+// One rank of a job (tc/analysis/timeline/job.h): its lanes are
 // Timeline::lanes[first_lane, first_lane + lane_count), drawn as one group.
 struct RankGroup {
   int64_t rank = -1;        // -1: the lanes of a store's processes that are no rank
@@ -294,4 +294,4 @@ uint64_t new_load_id();
 // "file.py:42" style call site of a location, or "?".
 std::string call_site(const Timeline& tl, int64_t loc_id);
 
-}  // namespace tc::viewer
+}  // namespace tc::analysis::timeline
