@@ -9,6 +9,7 @@
 #include "json.h"
 #include "ranges_json.h"
 #include "tc/analysis/format.h"
+#include "tc/analysis/timeline/timeline.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis {
@@ -50,27 +51,14 @@ bool passes(const RangeFilter& f, const Site& s) {
 
 using Keys = std::map<std::tuple<std::string, std::string, bool>, int32_t>;
 
-// NVTX start/end ranges (schema v3) whose starts match `where` (SQL on s.*):
-// each start with its end (same process, same range_id; dur -1 when it never
-// ended), as f(utid, ts, loc_id, dur). A thread missing from `threads` is a
-// process of its own.
+// NVTX start/end ranges (schema v3), paired as the timeline pairs them, as
+// f(utid, ts, loc_id, dur) (dur -1 when it never ended).
 template <typename F>
-Status start_end_ranges(const store::Reader& r, const std::string& where, F&& f) {
-  if (!r.has(store::schema::nvtx_range_starts, "range_id") || !r.has(store::schema::nvtx_range_ends, "range_id")) return Status::Ok();
-  auto upid = [](const char* t) { return "coalesce((SELECT t.upid FROM threads t WHERE t.utid = " + std::string(t) + ".utid), -" + t + ".utid)"; };
-  std::map<std::pair<int64_t, int64_t>, int64_t> ends;  // (upid, range_id) -> ts of its first end
-  auto e = r.query("SELECT " + upid("e") + ", e.range_id, e.ts FROM nvtx_range_ends e");
-  while (e.next()) {
-    auto [it, added] = ends.try_emplace({e.i64(0), e.i64(1)}, e.i64(2));
-    if (!added) it->second = std::min(it->second, e.i64(2));
-  }
-  TC_RETURN_IF_ERROR(e.status());
-  auto s = r.query("SELECT " + upid("s") + ", s.range_id, s.ts, s.utid, s.loc_id FROM nvtx_range_starts s" + (where.empty() ? "" : " WHERE " + where));
-  while (s.next()) {
-    auto end = ends.find({s.i64(0), s.i64(1)});
-    f(s.i64(3), s.i64(2), s.i64(4), end == ends.end() ? int64_t{-1} : std::max<int64_t>(0, end->second - s.i64(2)));
-  }
-  return s.status();
+Status start_end_ranges(const store::Reader& r, F&& f) {
+  auto pairs = timeline::read_nvtx_start_ends(r);
+  if (!pairs.ok()) return pairs.status();
+  for (const timeline::NvtxStartEnd& se : *pairs) f(se.utid, se.ts, se.loc_id, se.cut ? int64_t{-1} : se.end - se.ts);
+  return Status::Ok();
 }
 
 // Every location, with the group of (name, domain, kind) it belongs to.
@@ -177,7 +165,7 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
   }
   by_thread.clear();
 
-  TC_RETURN_IF_ERROR(start_end_ranges(r, "", [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
+  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
     int32_t g = group_of(loc);
     if (g < 0) return;
     grow();
@@ -315,16 +303,18 @@ std::string ranges_json(const RangeTable& t, size_t top) {
 StatusOr<std::vector<RangeOccurrence>> range_occurrences(const store::Reader& r, const std::string& name) {
   // The locations of that name, matched here rather than in SQL: a name may hold any byte.
   std::string locs;
+  std::set<int64_t> wanted;
   for (auto q = r.query("SELECT id, name FROM locations"); q.next();) {
-    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0));
+    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0)), wanted.insert(q.i64(0));
   }
   std::vector<RangeOccurrence> out;
   if (locs.empty()) return out;
   auto q = r.query("SELECT utid, ts, dur FROM ranges WHERE loc_id IN (" + locs + ")");
   while (q.next()) out.push_back({q.i64(0), q.i64(1), q.i64(2) < 0 ? -1 : q.i64(2)});
   TC_RETURN_IF_ERROR(q.status());
-  TC_RETURN_IF_ERROR(start_end_ranges(r, "s.loc_id IN (" + locs + ")",
-                                      [&](int64_t utid, int64_t ts, int64_t, int64_t dur) { out.push_back({utid, ts, dur}); }));
+  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t ts, int64_t loc, int64_t dur) {
+    if (wanted.count(loc)) out.push_back({utid, ts, dur});
+  }));
   std::sort(out.begin(), out.end(), [](const RangeOccurrence& a, const RangeOccurrence& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
   return out;
 }

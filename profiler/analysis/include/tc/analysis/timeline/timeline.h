@@ -283,6 +283,18 @@ struct EventStats {
 };
 std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by);
 
+// NVTX (schema v3), read here for the timeline, the Chrome export and
+// tc-analyze ranges alike; nothing for an older store. read_nvtx_sites fills
+// tl's nvtx_domains, nvtx_sites, nvtx_site_of and nvtx_real_payloads (a
+// category's name: its nvtx_categories row of the site's own process, else
+// of any). read_nvtx_start_ends gives every start of nvtx_range_starts, by
+// (ts, id), with its end: the first nvtx_range_ends row of the same process
+// (threads.upid; a thread missing from threads is a process of its own) and
+// range_id at or after the start that no earlier start took. A start without
+// one is cut (end = ts, end_utid = utid).
+Status read_nvtx_sites(const store::Reader& reader, Timeline* tl);
+StatusOr<std::vector<NvtxStartEnd>> read_nvtx_start_ends(const store::Reader& reader);
+
 // Reads everything the timeline shows. Errors are one-line Status messages.
 StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions& options = {});
 // Reader::open then load_timeline.

@@ -1,0 +1,54 @@
+// The compilations track: each graph compiled (compilations), with what
+// changed in its inputs (compilation_inputs) for a shape change.
+#include <map>
+
+#include "load.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis::timeline::detail {
+
+Status read_compilations(Load& ld) {
+  Timeline& tl = ld.tl;
+  const store::Reader& reader = ld.reader;
+  auto& pending = ld.pending;
+  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
+  auto q = reader.query(
+      "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
+      "diff FROM compilations ORDER BY ts, id");
+  while (q.next()) {
+    Compilation c;
+    c.id = q.i64(0);
+    c.utid = q.i64(1);
+    c.ts = q.i64(2);
+    c.dur = q.i64(3);
+    c.graph_id = q.i64(4);
+    c.step = q.i64(5);
+    c.loc_id = q.i64(6);
+    c.nodes_before = q.i64(7);
+    c.nodes_after = q.i64(8);
+    c.kernels = q.i64(9);
+    c.reason_text = q.text(10);
+    c.reason = parse_compile_reason(c.reason_text);
+    c.trigger = q.text(11);
+    c.cache = q.text(12);
+    c.diff = q.text(13);
+    see(c.ts, end_of(c.ts, c.dur));
+    pending[c.utid].compilations.add(c.ts, end_of(c.ts, c.dur), static_cast<uint32_t>(tl.compilations.size()), 0,
+                                     false);
+    tl.compilations.push_back(std::move(c));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
+  std::map<int64_t, size_t> by_graph;  // graph_id -> compilation
+  for (size_t i = 0; i < tl.compilations.size(); ++i) by_graph.emplace(tl.compilations[i].graph_id, i);
+  auto in = reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+  while (in.next()) {
+    auto it = by_graph.find(in.i64(0));
+    if (it == by_graph.end()) continue;
+    tl.compilations[it->second].inputs.push_back({std::string(in.text(1)), in.i64(2), in.i64(3), in.i64(4)});
+  }
+  TC_RETURN_IF_ERROR(in.status());
+  return Status::Ok();
+}
+
+}  // namespace tc::analysis::timeline::detail

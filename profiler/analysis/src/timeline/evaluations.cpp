@@ -1,0 +1,35 @@
+// The explicit evaluations track: where the program forced a value
+// (explicit_evaluations).
+#include "load.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis::timeline::detail {
+
+Status read_evaluations(Load& ld) {
+  Timeline& tl = ld.tl;
+  const store::Reader& reader = ld.reader;
+  auto& pending = ld.pending;
+  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
+  auto q = reader.query(
+      "SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
+  while (q.next()) {
+    Evaluation e;
+    e.id = q.i64(0);
+    e.utid = q.i64(1);
+    e.ts = q.i64(2);
+    e.dur = q.i64(3);
+    e.step = q.i64(4);
+    e.kind = q.text(5);
+    e.loc_id = q.i64(6);
+    e.nodes = q.i64(7);
+    e.graph_id = q.i64(8);
+    see(e.ts, end_of(e.ts, e.dur));
+    pending[e.utid].evaluations.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.evaluations.size()), 0,
+                                    false);
+    tl.evaluations.push_back(std::move(e));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  return Status::Ok();
+}
+
+}  // namespace tc::analysis::timeline::detail

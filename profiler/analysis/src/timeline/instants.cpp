@@ -1,0 +1,27 @@
+// The instants track: tc's instants; an NVTX site's instants are its marks.
+#include "load.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis::timeline::detail {
+
+Status read_instants(Load& ld) {
+  Timeline& tl = ld.tl;
+  const store::Reader& reader = ld.reader;
+  auto& pending = ld.pending;
+  auto& nvtx_pending = ld.nvtx_pending;
+  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
+  auto q = reader.query("SELECT utid, ts, loc_id, arg FROM instants");
+  while (q.next()) {
+    int64_t ts = q.i64(1), loc = q.i64(2);
+    see(ts, ts + 1);
+    if (const NvtxSite* site = tl.nvtx_site(loc)) {
+      nvtx_pending[{q.i64(0), site->domain}].marks.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
+    } else {
+      pending[q.i64(0)].instants.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
+    }
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  return Status::Ok();
+}
+
+}  // namespace tc::analysis::timeline::detail

@@ -1,0 +1,38 @@
+// The kernels track: each timed run of a compiled kernel (kernel_executions,
+// schema v2), nested under its execution; what it is from kernels.
+#include <map>
+
+#include "load.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis::timeline::detail {
+
+Status read_kernels(Load& ld) {
+  Timeline& tl = ld.tl;
+  const store::Reader& reader = ld.reader;
+  auto& pending = ld.pending;
+  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
+  if (reader.has(store::schema::kernels, "sites") && reader.has(store::schema::kernel_executions, "dur")) {
+    std::map<std::pair<int64_t, int64_t>, uint32_t> kernel_of;  // (graph_id, kernel) -> index
+    auto k = reader.query("SELECT graph_id, kernel, kind, ops, sites, flops, bytes_read + bytes_written FROM kernels ORDER BY id");
+    while (k.next()) {
+      KernelInfo info{k.i64(0), k.i64(1), k.i64(5), k.i64(6), std::string(k.text(2)), std::string(k.text(3)), std::string(k.text(4))};
+      if (kernel_of.emplace(std::pair{info.graph_id, info.kernel}, static_cast<uint32_t>(tl.kernels.size())).second)
+        tl.kernels.push_back(std::move(info));
+    }
+    TC_RETURN_IF_ERROR(k.status());
+    auto q = reader.query("SELECT utid, ts, dur, execution_id, graph_id, kernel FROM kernel_executions ORDER BY ts, id");
+    while (q.next()) {
+      auto it = kernel_of.find({q.i64(4), q.i64(5)});
+      if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
+      KernelRun run{q.i64(1), q.i64(2), q.i64(3), it->second};
+      see(run.ts, end_of(run.ts, run.dur));
+      pending[q.i64(0)].kernels.add(run.ts, end_of(run.ts, run.dur), static_cast<uint32_t>(tl.kernel_runs.size()), 0, false);
+      tl.kernel_runs.push_back(run);
+    }
+    TC_RETURN_IF_ERROR(q.status());
+  }
+  return Status::Ok();
+}
+
+}  // namespace tc::analysis::timeline::detail
