@@ -193,7 +193,6 @@ void end_opaque(ImDrawList* dl);
 void release_gl_state();  // before the OpenGL context goes
 
 // Formatting shared by windows.
-std::string format_duration(int64_t ns);
 std::string format_bytes(double bytes);
 std::string format_time(const Timeline& tl, int64_t ts);  // seconds since the run's start
 

@@ -234,17 +234,6 @@ void Document::select_finding(int i) {
   }
 }
 
-std::string format_duration(int64_t ns) {
-  char buf[64];
-  double v = static_cast<double>(ns);
-  if (ns < 0) return "unfinished";
-  if (v < 1e3) std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
-  else if (v < 1e6) std::snprintf(buf, sizeof buf, "%.2f us", v / 1e3);
-  else if (v < 1e9) std::snprintf(buf, sizeof buf, "%.2f ms", v / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
-  return buf;
-}
-
 std::string format_bytes(double b) {
   char buf[64];
   if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));

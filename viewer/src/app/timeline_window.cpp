@@ -28,36 +28,6 @@ ImU32 col(palette::Rgb c, float scale = 1.0f) {
   return IM_COL32(static_cast<int>(c.r * scale), static_cast<int>(c.g * scale), static_cast<int>(c.b * scale), 255);
 }
 
-std::string item_label(const Timeline& tl, const Track& t, uint32_t i) {
-  switch (t.kind) {
-    case TrackKind::kSteps: return "step " + std::to_string(tl.steps[t.ref[i]].step);
-    case TrackKind::kCompilations: {
-      const Compilation& c = tl.compilations[t.ref[i]];
-      return "compile g" + std::to_string(c.graph_id) + " " + c.reason_text;
-    }
-    case TrackKind::kExecutions: return "execute g" + std::to_string(tl.executions[t.ref[i]].graph_id);
-    case TrackKind::kEvaluations: {
-      const Evaluation& e = tl.evaluations[t.ref[i]];
-      return e.kind + " " + call_site(tl, e.loc_id);
-    }
-    case TrackKind::kInstants:
-    case TrackKind::kRanges:
-    case TrackKind::kNvtxMarks:
-    case TrackKind::kNvtxRanges:
-    case TrackKind::kNvtxStartEnd: {
-      const Location* loc = tl.location(t.kind == TrackKind::kNvtxStartEnd ? tl.nvtx_start_ends[t.ref[i]].loc_id : t.ref[i]);
-      std::string name = loc ? loc->name : "?";
-      return t.is_cut(i) ? name + " (cut)" : name;
-    }
-    case TrackKind::kKernels: return tl.kernels[tl.kernel_runs[t.ref[i]].kernel].ops;
-    case TrackKind::kCollectives: {
-      const Collective& c = tl.collectives[t.ref[i]];
-      return (!t.arg.empty() && t.arg[i] == 0 ? "wait " : "") + c.op + " #" + std::to_string(c.seq);
-    }
-  }
-  return {};
-}
-
 // Tick spacing of 1, 2 or 5 times a power of ten, about every 110 pixels.
 int64_t tick_step(double ns_per_px) {
   double want = ns_per_px * 110;
@@ -263,7 +233,7 @@ void draw_timeline_window(App& app, float height) {
             ldl->PopClipRect();
           }
           if (b - a > 40 && it.count == 1) {
-            std::string label = item_label(*tl, t, it.first);
+            std::string label = event_label(*tl, t, it.first);
             ldl->PushClipRect(ImVec2(a, ty), ImVec2(b, ty + kTrackHeight), true);
             ldl->AddText(ImVec2(std::max(a, x0) + 3, ty + 1), IM_COL32(15, 15, 15, 255), label.c_str());
             ldl->PopClipRect();

@@ -1,6 +1,7 @@
 // The collectives track: tc::dist collectives, as transfers and waits.
 #include <map>
 
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -32,5 +33,39 @@ Status read_collectives(Load& ld) {
   }
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline&, const Track& t, uint32_t i) {
+  return !t.arg.empty() && t.arg[i] == 0 ? palette::kCollectiveWait : palette::kCollective;
+}
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) {
+  const Collective& c = tl.collectives[t.ref[i]];
+  return (!t.arg.empty() && t.arg[i] == 0 ? "wait " : "") + c.op + " #" + std::to_string(c.seq);
+}
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const Collective& c = tl.collectives[t.ref[i]];
+  card.coloured(palette::kCollective, "Collective %s, #%lld", c.op.c_str(), static_cast<long long>(c.seq));
+  card.text("%lld bytes in %lld tensors, step %lld, called at %s", static_cast<long long>(c.bytes), static_cast<long long>(c.tensors),
+            static_cast<long long>(c.step), call_site(tl, c.loc_id).c_str());
+  card.text("took %s from this rank's arrival", format_duration(c.dur).c_str());
+  if (c.ranks_seen > 1) {
+    if (c.wait > 0) {
+      card.coloured(palette::kTooltipWait, "waited %s for rank %lld, the last of %d ranks to arrive", format_duration(c.wait).c_str(),
+                    static_cast<long long>(c.last_rank), c.ranks_seen);
+    } else {
+      card.text("arrived last of %d ranks: no wait", c.ranks_seen);
+    }
+    card.text("transfer %s", format_duration(c.dur - c.wait).c_str());
+  } else {
+    card.disabled("the wait needs the other ranks' stores: open them together (tc-viewer run.rank*.tcdb)");
+  }
+}
+
+}  // namespace
+
+const KindTraits kCollectivesTraits{"collectives", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

@@ -2,6 +2,7 @@
 // changed in its inputs (compilation_inputs) for a shape change.
 #include <map>
 
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -50,5 +51,42 @@ Status read_compilations(Load& ld) {
   TC_RETURN_IF_ERROR(in.status());
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
+  switch (tl.compilations[t.ref[i]].reason) {
+    case CompileReason::kFirst: return palette::kCompileFirst;
+    case CompileReason::kShapeChange: return palette::kCompileShape;
+    case CompileReason::kStructureChange: return palette::kCompileStructure;
+    case CompileReason::kOther: return palette::kCompileOther;
+  }
+  return palette::kCompileOther;
+}
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) {
+  const Compilation& c = tl.compilations[t.ref[i]];
+  return "compile g" + std::to_string(c.graph_id) + " " + c.reason_text;
+}
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const Compilation& c = tl.compilations[t.ref[i]];
+  bool re = c.reason != CompileReason::kFirst;
+  card.text("%s of graph %lld", re ? "Recompilation" : "Compilation", static_cast<long long>(c.graph_id));
+  card.text("reason: %s   trigger: %s", c.reason_text.c_str(), c.trigger.c_str());
+  for (const InputChange& in : c.inputs) {
+    card.coloured(1, 0.45f, 0.4f, "input %s, dim %lld: %lld -> %lld", in.input.c_str(), static_cast<long long>(in.dim),
+                  static_cast<long long>(in.old_value), static_cast<long long>(in.new_value));
+  }
+  if (!c.diff.empty()) card.text("differs: %s", c.diff.c_str());
+  card.text("took %s in step %lld (cache: %s)", format_duration(c.dur).c_str(), static_cast<long long>(c.step), c.cache.c_str());
+  card.text("nodes %lld -> %lld after passes, %lld kernels", static_cast<long long>(c.nodes_before), static_cast<long long>(c.nodes_after),
+            static_cast<long long>(c.kernels));
+  card.text("graph cut at %s", call_site(tl, c.loc_id).c_str());
+}
+
+}  // namespace
+
+const KindTraits kCompilationsTraits{"compilations", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

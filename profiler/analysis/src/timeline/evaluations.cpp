@@ -1,5 +1,6 @@
 // The explicit evaluations track: where the program forced a value
 // (explicit_evaluations).
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -31,5 +32,28 @@ Status read_evaluations(Load& ld) {
   TC_RETURN_IF_ERROR(q.status());
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline&, const Track&, uint32_t) { return palette::kEvaluation; }
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) {
+  const Evaluation& e = tl.evaluations[t.ref[i]];
+  return e.kind + " " + call_site(tl, e.loc_id);
+}
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const Evaluation& v = tl.evaluations[t.ref[i]];
+  const Location* loc = tl.location(v.loc_id);
+  card.coloured(palette::kTooltipEvaluation, "Explicit evaluation: %s()", v.kind.c_str());
+  if (loc) card.text("at %s:%lld in %s", loc->file.c_str(), static_cast<long long>(loc->line), loc->function.c_str());
+  card.text("cost %s in step %lld; cut a subgraph of %lld nodes", format_duration(v.dur).c_str(), static_cast<long long>(v.step),
+            static_cast<long long>(v.nodes));
+  card.disabled("It cuts the step's graph; log less often, or after mark_step().");
+}
+
+}  // namespace
+
+const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

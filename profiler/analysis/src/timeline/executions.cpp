@@ -1,4 +1,5 @@
 // The executions track: each run of a compiled graph (executions).
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -20,5 +21,22 @@ Status read_executions(Load& ld) {
   TC_RETURN_IF_ERROR(q.status());
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline&, const Track&, uint32_t) { return palette::kExecution; }
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return "execute g" + std::to_string(tl.executions[t.ref[i]].graph_id); }
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const Execution& x = tl.executions[t.ref[i]];
+  card.text("Execution of graph %lld", static_cast<long long>(x.graph_id));
+  card.text("took %s in step %lld, %lld nodes (%s)", format_duration(x.dur).c_str(), static_cast<long long>(x.step),
+            static_cast<long long>(x.nodes), x.trigger.c_str());
+}
+
+}  // namespace
+
+const KindTraits kExecutionsTraits{"executions", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

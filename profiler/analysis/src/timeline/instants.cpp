@@ -1,4 +1,5 @@
 // The instants track: tc's instants; an NVTX site's instants are its marks.
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -23,5 +24,17 @@ Status read_instants(Load& ld) {
   TC_RETURN_IF_ERROR(q.status());
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline&, const Track&, uint32_t) { return palette::kInstant; }
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return location_label(tl, t.ref[i], t.is_cut(i)); }
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) { location_card(tl, t, i, card); }
+
+}  // namespace
+
+const KindTraits kInstantsTraits{"instants", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

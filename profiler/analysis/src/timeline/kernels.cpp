@@ -1,7 +1,10 @@
 // The kernels track: each timed run of a compiled kernel (kernel_executions,
 // schema v2), nested under its execution; what it is from kernels.
+#include <functional>
 #include <map>
+#include <string>
 
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -34,5 +37,36 @@ Status read_kernels(Load& ld) {
   }
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
+  // By the user's line it came from: one line, one colour.
+  const std::string site = tl.kernels[tl.kernel_runs[t.ref[i]].kernel].first_site();
+  return palette::range_colour(static_cast<int64_t>(std::hash<std::string>{}(site) & 0x7fffffff));
+}
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return tl.kernels[tl.kernel_runs[t.ref[i]].kernel].ops; }
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const KernelRun& run = tl.kernel_runs[t.ref[i]];
+  const KernelInfo& k = tl.kernels[run.kernel];
+  card.text("Kernel %lld of graph %lld (%s): %s", static_cast<long long>(k.kernel), static_cast<long long>(k.graph_id), k.kind.c_str(),
+            k.ops.c_str());
+  double s = static_cast<double>(std::max<int64_t>(run.dur, 1)) / 1e9;
+  card.text("took %s: %.2f GFLOP/s, %.2f GB/s", format_duration(run.dur).c_str(), static_cast<double>(k.flops) / s / 1e9,
+            static_cast<double>(k.bytes) / s / 1e9);
+  size_t at = 0;
+  for (int shown = 0; at < k.sites.size() && shown < 4; ++shown) {
+    size_t next = k.sites.find(';', at);
+    std::string site = k.sites.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    card.text("%s %s", shown ? "   " : "from", site.c_str());
+    at = next == std::string::npos ? k.sites.size() : next + 1;
+  }
+}
+
+}  // namespace
+
+const KindTraits kKernelsTraits{"kernels", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -236,6 +237,59 @@ void add_nvtx_tracks(Load& ld, std::map<std::pair<int64_t, int>, Pending>& nvtx_
     r.end = std::max(process_end > 0 ? process_end : tl.end_ts, r.ts + 1);
   }
 }
+
+namespace {
+
+int64_t loc_of(const Timeline& tl, const Track& t, uint32_t i) {
+  return t.kind == TrackKind::kNvtxStartEnd ? tl.nvtx_start_ends[t.ref[i]].loc_id : t.ref[i];
+}
+
+palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) { return site_colour(tl, loc_of(tl, t, i)); }
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return location_label(tl, loc_of(tl, t, i), t.is_cut(i)); }
+
+void card(const Timeline& tl, const Lane& lane, const Track& t, uint32_t i, Card& card) {
+  const int64_t dur = t.end[i] - t.ts[i];
+  const NvtxStartEnd* se = t.kind == TrackKind::kNvtxStartEnd ? &tl.nvtx_start_ends[t.ref[i]] : nullptr;
+  const int64_t loc_id = loc_of(tl, t, i);
+  const Location* loc = tl.location(loc_id);
+  const NvtxSite* site = tl.nvtx_site(loc_id);
+  card.coloured(site_colour(tl, loc_id), "%s", loc ? loc->name.c_str() : "?");
+  const char* what = t.kind == TrackKind::kNvtxMarks ? "mark" : se ? "start/end range" : "range";
+  card.text("NVTX %s, domain %s", what, site ? tl.nvtx_domains[static_cast<size_t>(site->domain)].label().c_str() : "?");
+  if (site && site->category) {
+    if (!site->category_name.empty()) card.text("category %s (%lld)", site->category_name.c_str(), static_cast<long long>(*site->category));
+    else card.text("category %lld", static_cast<long long>(*site->category));
+  }
+  const int64_t utid = se ? se->utid : lane.utid;
+  const std::optional<double> real = tl.nvtx_real_payload(utid, loc_id, t.ts[i]);
+  const int64_t payload = se ? se->payload : t.arg.empty() ? 0 : t.arg[i];
+  if (real) card.text("payload %g", *real);
+  else card.text("payload %lld", static_cast<long long>(payload));
+  if (t.kind == TrackKind::kNvtxRanges) card.text("depth %d in its domain on this thread", t.depth);
+  if (t.is_cut(i)) {
+    card.coloured(palette::kTooltipCut, "cut: never ended (its thread or process ended first); %s to the %s's end", format_duration(dur).c_str(),
+                  lane.process_end > 0 ? "process" : "run");
+  } else if (t.kind != TrackKind::kNvtxMarks) {
+    card.text("took %s", format_duration(dur).c_str());
+  }
+  if (se) {
+    card.text("range id %lld", static_cast<long long>(se->range_id));
+    if (!se->cut && se->end_utid != se->utid) {
+      std::string ended = "thread utid " + std::to_string(se->end_utid);
+      for (const Lane& other : tl.lanes) {
+        if (other.utid == se->end_utid) ended = other.name;
+      }
+      card.text("ended on %s", ended.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+const KindTraits kNvtxMarksTraits{"NVTX marks", colour, label, card};
+const KindTraits kNvtxRangesTraits{"NVTX ranges", colour, label, card};
+const KindTraits kNvtxStartEndTraits{"NVTX start/end ranges", colour, label, card};
 
 }  // namespace detail
 }  // namespace tc::analysis::timeline

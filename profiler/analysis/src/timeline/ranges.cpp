@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -83,5 +84,31 @@ Status read_ranges(Load& ld, const LoadOptions& options) {
   }
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline&, const Track& t, uint32_t i) { return palette::range_colour(t.ref[i]); }
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return location_label(tl, t.ref[i], t.is_cut(i)); }
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) { location_card(tl, t, i, card); }
+
+}  // namespace
+
+std::string location_label(const Timeline& tl, int64_t loc_id, bool cut) {
+  const Location* loc = tl.location(loc_id);
+  std::string name = loc ? loc->name : "?";
+  return cut ? name + " (cut)" : name;
+}
+
+void location_card(const Timeline& tl, const Track& t, uint32_t i, Card& card) {
+  const Location* loc = tl.location(t.ref[i]);
+  card.text("%s", loc ? loc->name.c_str() : "?");
+  if (t.kind == TrackKind::kRanges) card.text("%s, depth %d", format_duration(t.end[i] - t.ts[i]).c_str(), t.depth);
+  card.text("arg %lld", static_cast<long long>(t.arg.empty() ? 0 : t.arg[i]));
+  if (loc && !loc->file.empty()) card.text("at %s:%lld in %s", loc->file.c_str(), static_cast<long long>(loc->line), loc->function.c_str());
+}
+
+const KindTraits kRangesTraits{"ranges", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

@@ -1,4 +1,5 @@
 // The steps track: tc::mark_step() intervals (steps).
+#include "kinds.h"
 #include "load.h"
 #include "tc/store/schema.h"
 
@@ -19,5 +20,24 @@ Status read_steps(Load& ld) {
   TC_RETURN_IF_ERROR(q.status());
   return Status::Ok();
 }
+
+namespace {
+
+palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
+  return tl.steps[t.ref[i]].step % 2 ? palette::kStepOdd : palette::kStepEven;
+}
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) { return "step " + std::to_string(tl.steps[t.ref[i]].step); }
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& c) {
+  const Step& s = tl.steps[t.ref[i]];
+  c.text("Step %lld", static_cast<long long>(s.step));
+  c.text("mark_step() took %s", format_duration(s.dur).c_str());
+  c.text("called at %s", call_site(tl, s.loc_id).c_str());
+}
+
+}  // namespace
+
+const KindTraits kStepsTraits{"steps", colour, label, card};
 
 }  // namespace tc::analysis::timeline::detail

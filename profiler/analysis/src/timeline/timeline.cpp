@@ -89,23 +89,6 @@ std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by) {
   return out;
 }
 
-const char* track_kind_name(TrackKind kind) {
-  switch (kind) {
-    case TrackKind::kSteps: return "steps";
-    case TrackKind::kCompilations: return "compilations";
-    case TrackKind::kExecutions: return "executions";
-    case TrackKind::kEvaluations: return "explicit evaluations";
-    case TrackKind::kInstants: return "instants";
-    case TrackKind::kRanges: return "ranges";
-    case TrackKind::kKernels: return "kernels";
-    case TrackKind::kNvtxMarks: return "NVTX marks";
-    case TrackKind::kNvtxRanges: return "NVTX ranges";
-    case TrackKind::kNvtxStartEnd: return "NVTX start/end ranges";
-    case TrackKind::kCollectives: return "collectives";
-  }
-  return "?";
-}
-
 std::optional<double> Timeline::nvtx_real_payload(int64_t utid, int64_t loc_id, int64_t ts) const {
   auto key = [](const RealPayload& p) { return std::tuple(p.utid, p.loc_id, p.ts); };
   auto it = std::lower_bound(nvtx_real_payloads.begin(), nvtx_real_payloads.end(), std::tuple(utid, loc_id, ts),
@@ -117,34 +100,6 @@ std::optional<double> Timeline::nvtx_real_payload(int64_t utid, int64_t loc_id, 
 palette::Rgb site_colour(const Timeline& tl, int64_t loc_id) {
   const NvtxSite* site = tl.nvtx_site(loc_id);
   return site && site->color ? palette::from_argb(*site->color) : palette::range_colour(loc_id);
-}
-
-palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i) {
-  switch (t.kind) {
-    case TrackKind::kSteps: return tl.steps[t.ref[i]].step % 2 ? palette::kStepOdd : palette::kStepEven;
-    case TrackKind::kCompilations:
-      switch (tl.compilations[t.ref[i]].reason) {
-        case CompileReason::kFirst: return palette::kCompileFirst;
-        case CompileReason::kShapeChange: return palette::kCompileShape;
-        case CompileReason::kStructureChange: return palette::kCompileStructure;
-        case CompileReason::kOther: return palette::kCompileOther;
-      }
-      break;
-    case TrackKind::kExecutions: return palette::kExecution;
-    case TrackKind::kEvaluations: return palette::kEvaluation;
-    case TrackKind::kInstants: return palette::kInstant;
-    case TrackKind::kRanges: return palette::range_colour(t.ref[i]);
-    case TrackKind::kKernels: {
-      // By the user's line it came from: one line, one colour.
-      const std::string site = tl.kernels[tl.kernel_runs[t.ref[i]].kernel].first_site();
-      return palette::range_colour(static_cast<int64_t>(std::hash<std::string>{}(site) & 0x7fffffff));
-    }
-    case TrackKind::kNvtxMarks:
-    case TrackKind::kNvtxRanges: return site_colour(tl, t.ref[i]);
-    case TrackKind::kNvtxStartEnd: return site_colour(tl, tl.nvtx_start_ends[t.ref[i]].loc_id);
-    case TrackKind::kCollectives: return !t.arg.empty() && t.arg[i] == 0 ? palette::kCollectiveWait : palette::kCollective;
-  }
-  return palette::kCompileOther;
 }
 
 CompileReason parse_compile_reason(std::string_view reason) {

@@ -248,6 +248,25 @@ palette::Rgb site_colour(const Timeline& tl, int64_t loc_id);
 // run's source line, a range's site (or its NVTX colour).
 palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i);
 
+// The text drawn on event i of track t when it has room: "step 3",
+// "compile g2 shape_change", a range's name ("(cut)" after a cut one), ...
+std::string event_label(const Timeline& tl, const Track& t, uint32_t i);
+
+// One line of an event's hover card: what the event is, in words.
+struct CardLine {
+  enum class Style : uint8_t { kText, kDisabled, kColoured };
+  Style style = Style::kText;
+  float rgba[4] = {1, 1, 1, 1};  // kColoured: 0..1 per channel
+  std::string text;
+};
+// The hover card of event i of track t (of lane), each kind's own lines;
+// the viewer adds the merged count above and the time below.
+std::vector<CardLine> event_card(const Timeline& tl, const Lane& lane, const Track& t, uint32_t i);
+
+// A duration as the timeline writes it: "850 ns", "12.50 us", "3.20 ms",
+// "1.500 s"; "unfinished" when negative.
+std::string format_duration(int64_t ns);
+
 struct LoadOptions {
   // Threads that read the ranges table in parallel, each with its own Reader
   // (0: one per hardware thread, at most 8).
