@@ -46,48 +46,6 @@ Status read_part(const std::string& path, const LoadOptions& options, Part* out)
   return (*out->tl).ok() ? Status() : (*out->tl).status();
 }
 
-std::string of_job(const analysis::RankIdentity& id) { return id.job.empty() ? std::string() : " of job " + id.job; }
-
-// The same refusals, in the same words, as tc::analysis::analyze_job.
-Status check_job(const std::vector<Part>& parts) {
-  struct Who {
-    const analysis::RankIdentity* id;
-    size_t store;
-  };
-  std::vector<Who> who;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].ranks.empty() && parts.size() > 1) {
-      return Status(StatusCode::kInvalidArgument,
-                    parts[i].path + " names no rank: it was not recorded under an MPI launcher (no ranks row, no OMPI_COMM_WORLD_RANK or PMI_RANK in "
-                                    "run_env); open it on its own");
-    }
-    for (const auto& id : parts[i].ranks) who.push_back({&id, i});
-  }
-  for (size_t b = 0; b < who.size(); ++b) {
-    for (size_t a = 0; a < b; ++a) {
-      const auto &x = *who[a].id, &y = *who[b].id;
-      const std::string &px = parts[who[a].store].path, &py = parts[who[b].store].path;
-      if (!x.job.empty() && !y.job.empty() && x.job != y.job) {
-        return Status(StatusCode::kInvalidArgument, py + " is rank " + std::to_string(y.rank) + " of job " + y.job + " but " + px + " is rank " +
-                                                        std::to_string(x.rank) + " of job " + x.job +
-                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
-      }
-      if (x.world_size > 0 && y.world_size > 0 && x.world_size != y.world_size) {
-        return Status(StatusCode::kInvalidArgument, py + " says its job has " + std::to_string(y.world_size) + " ranks but " + px + " says " +
-                                                        std::to_string(x.world_size) +
-                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
-      }
-      if (x.rank == y.rank) {
-        return Status(StatusCode::kInvalidArgument,
-                      (who[a].store == who[b].store ? px + " holds rank " + std::to_string(x.rank) + " twice"
-                                                    : py + " and " + px + " are both rank " + std::to_string(x.rank) + of_job(x)) +
-                          ": give each rank's store once");
-      }
-    }
-  }
-  return Status();
-}
-
 // Sorts records by ts (stable) and points the refs of the tracks of `kind` at their new places.
 template <typename T>
 void sort_records(std::vector<T>* v, Timeline* tl, TrackKind kind) {
@@ -419,7 +377,11 @@ StatusOr<Timeline> load_job_timeline(const std::vector<std::string>& paths, cons
     for (auto& t : pool) t.join();
   }
   for (const Status& s : status) TC_RETURN_IF_ERROR(s);
-  TC_RETURN_IF_ERROR(check_job(parts));
+  {
+    std::vector<std::vector<analysis::RankIdentity>> ranks;
+    for (const Part& p : parts) ranks.push_back(p.ranks);
+    TC_RETURN_IF_ERROR(analysis::check_job_ranks(paths, ranks, "open it on its own"));
+  }
   if (parts.size() == 1 && parts[0].ranks.size() <= 1) return std::move(*parts[0].tl);
   return merge(parts);
 }
