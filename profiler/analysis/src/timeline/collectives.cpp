@@ -1,8 +1,11 @@
 // The collectives track: tc::dist collectives, as transfers and waits.
+#include <algorithm>
+#include <limits>
 #include <map>
 
 #include "kinds.h"
 #include "load.h"
+#include "tc/analysis/timeline/job.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis::timeline::detail {
@@ -64,8 +67,78 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   }
 }
 
+uint32_t append(StoreMerge& sm) {
+  return append_records(sm.m.collectives, sm.t.collectives, [&](Collective& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
+}
+
+// Each collective is once in the transfers (depth 0), maybe again in the waits: shifted once.
+void rebase(StoreMerge& sm, const Track& tr, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
+  r += base;
+  if (tr.depth == 0) sm.m.collectives[r].ts += offset;
+  sm.m.collectives[r].rank = rank;
+}
+
+void sort(Timeline& m) { sort_records(&m.collectives, &m, TrackKind::kCollectives); }
+
 }  // namespace
 
-const KindTraits kCollectivesTraits{"collectives", colour, label, card};
+const KindTraits kCollectivesTraits{"collectives", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail
+
+namespace tc::analysis::timeline {
+
+void settle_collectives(Timeline* tl) {
+  std::map<int64_t, std::vector<uint32_t>> by_seq;
+  for (uint32_t i = 0; i < tl->collectives.size(); ++i) by_seq[tl->collectives[i].seq].push_back(i);
+  for (const auto& [seq, at] : by_seq) {
+    uint32_t last = at.front();
+    for (uint32_t i : at)
+      if (tl->collectives[i].ts > tl->collectives[last].ts) last = i;
+    for (uint32_t i : at) {
+      Collective& c = tl->collectives[i];
+      c.ranks_seen = static_cast<int>(at.size());
+      c.last_rank = at.size() > 1 ? tl->collectives[last].rank : -1;
+      c.wait = at.size() > 1 ? std::clamp<int64_t>(tl->collectives[last].ts - c.ts, 0, c.dur) : 0;
+    }
+  }
+  // Two rows per thread: the transfers, then the waits. In one row a long
+  // wait and the short collectives before it in its pixel column would merge
+  // into one item of the first one's colour, and the wait would not show
+  // when zoomed out.
+  tl->event_count = 0;
+  for (Lane& lane : tl->lanes) {
+    auto first = std::find_if(lane.tracks.begin(), lane.tracks.end(), [](const Track& t) { return t.kind == TrackKind::kCollectives; });
+    if (first != lane.tracks.end()) {
+      std::vector<uint32_t> refs;
+      for (const Track& t : lane.tracks)
+        if (t.kind == TrackKind::kCollectives) refs.insert(refs.end(), t.ref.begin(), t.ref.end());
+      std::sort(refs.begin(), refs.end());  // the records are sorted by ts
+      refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+      Track rows[2];
+      rows[0].name = "collectives";
+      rows[1].name = "waiting";
+      for (int k = 0; k < 2; ++k) rows[k].kind = TrackKind::kCollectives, rows[k].depth = k;
+      for (uint32_t r : refs) {
+        const Collective& c = tl->collectives[r];
+        const int64_t end = c.ts + std::max<int64_t>(c.dur, 1), w = std::min(c.wait, end - c.ts - 1);
+        auto add = [&](Track& t, int64_t a, int64_t b, int64_t arg) { t.ts.push_back(a), t.end.push_back(b), t.ref.push_back(r), t.arg.push_back(arg); };
+        add(rows[0], c.ts + std::max<int64_t>(w, 0), end, 1);
+        if (w > 0) add(rows[1], c.ts, c.ts + w, 0);
+      }
+      for (Track& t : rows) {
+        if (std::is_sorted(t.end.begin(), t.end.end())) continue;
+        t.max_end.resize(t.end.size());
+        int64_t mx = std::numeric_limits<int64_t>::min();
+        for (size_t i = 0; i < t.end.size(); ++i) t.max_end[i] = mx = std::max(mx, t.end[i]);
+      }
+      const size_t at = static_cast<size_t>(first - lane.tracks.begin());
+      std::erase_if(lane.tracks, [](const Track& t) { return t.kind == TrackKind::kCollectives; });
+      lane.tracks.insert(lane.tracks.begin() + static_cast<std::ptrdiff_t>(at), std::move(rows[0]));
+      if (rows[1].size() > 0) lane.tracks.insert(lane.tracks.begin() + static_cast<std::ptrdiff_t>(at) + 1, std::move(rows[1]));
+    }
+    for (const Track& t : lane.tracks) tl->event_count += static_cast<int64_t>(t.size());
+  }
+}
+
+}  // namespace tc::analysis::timeline

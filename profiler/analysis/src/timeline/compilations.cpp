@@ -85,8 +85,20 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   card.text("graph cut at %s", call_site(tl, c.loc_id).c_str());
 }
 
+uint32_t append(StoreMerge& sm) {
+  return append_records(sm.m.compilations, sm.t.compilations, [&](Compilation& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
+}
+
+void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
+  r += base;
+  sm.m.compilations[r].ts += offset;
+  sm.m.compilations[r].rank = rank;
+}
+
+void sort(Timeline& m) { sort_records(&m.compilations, &m, TrackKind::kCompilations); }
+
 }  // namespace
 
-const KindTraits kCompilationsTraits{"compilations", colour, label, card};
+const KindTraits kCompilationsTraits{"compilations", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail

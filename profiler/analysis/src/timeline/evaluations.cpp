@@ -52,8 +52,20 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   card.disabled("It cuts the step's graph; log less often, or after mark_step().");
 }
 
+uint32_t append(StoreMerge& sm) {
+  return append_records(sm.m.evaluations, sm.t.evaluations, [&](Evaluation& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
+}
+
+void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
+  r += base;
+  sm.m.evaluations[r].ts += offset;
+  sm.m.evaluations[r].rank = rank;
+}
+
+void sort(Timeline& m) { sort_records(&m.evaluations, &m, TrackKind::kEvaluations); }
+
 }  // namespace
 
-const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card};
+const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail

@@ -35,8 +35,19 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
             static_cast<long long>(x.nodes), x.trigger.c_str());
 }
 
+uint32_t append(StoreMerge& sm) {
+  return append_records(sm.m.executions, sm.t.executions, [](Execution&) {});
+}
+
+void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
+  r += base;
+  sm.m.executions[r].ts += offset;
+}
+
+void sort(Timeline& m) { sort_records(&m.executions, &m, TrackKind::kExecutions); }
+
 }  // namespace
 
-const KindTraits kExecutionsTraits{"executions", colour, label, card};
+const KindTraits kExecutionsTraits{"executions", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail

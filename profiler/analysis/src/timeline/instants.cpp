@@ -33,8 +33,9 @@ std::string label(const Timeline& tl, const Track& t, uint32_t i) { return locat
 
 void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) { location_card(tl, t, i, card); }
 
+
 }  // namespace
 
-const KindTraits kInstantsTraits{"instants", colour, label, card};
+const KindTraits kInstantsTraits{"instants", colour, label, card, nullptr, rebase_location, nullptr};
 
 }  // namespace tc::analysis::timeline::detail

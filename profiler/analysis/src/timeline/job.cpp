@@ -10,13 +10,11 @@
 #include <thread>
 #include <tuple>
 
+#include "kinds.h"
 #include "tc/analysis/job.h"
 
 namespace tc::analysis::timeline {
 namespace {
-
-// A location id of a store that the merged timeline does not know (location() gives nullptr).
-constexpr uint32_t kUnknownLoc = 0x3fffffff;
 
 struct Part {
   std::string path;
@@ -46,28 +44,6 @@ Status read_part(const std::string& path, const LoadOptions& options, Part* out)
   return (*out->tl).ok() ? Status() : (*out->tl).status();
 }
 
-// Sorts records by ts (stable) and points the refs of the tracks of `kind` at their new places.
-template <typename T>
-void sort_records(std::vector<T>* v, Timeline* tl, TrackKind kind) {
-  std::vector<uint32_t> order(v->size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return (*v)[a].ts < (*v)[b].ts; });
-  std::vector<uint32_t> where(v->size());
-  std::vector<T> out;
-  out.reserve(v->size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    where[order[i]] = static_cast<uint32_t>(i);
-    out.push_back(std::move((*v)[order[i]]));
-  }
-  v->swap(out);
-  for (Lane& lane : tl->lanes) {
-    for (Track& t : lane.tracks) {
-      if (t.kind != kind) continue;
-      for (uint32_t& r : t.ref) r = where[r];
-    }
-  }
-}
-
 void shift_track(Track* t, int64_t by) {
   if (by == 0) return;
   for (int64_t& x : t->ts) x += by;
@@ -75,17 +51,37 @@ void shift_track(Track* t, int64_t by) {
   for (int64_t& x : t->max_end) x += by;
 }
 
-Timeline merge(std::vector<Part>& parts) {
-  Timeline m;
-  m.load_id = new_load_id();
-  m.ranges_loaded = true;
-  for (const Part& p : parts) {
-    m.paths.push_back(p.path);
-    m.path += (m.path.empty() ? "" : " ") + p.path;
-  }
+// Groups: one per rank (ascending), then each store's processes that are no rank.
+struct GroupBuild {
+  RankGroup g;
+  std::vector<std::pair<size_t, size_t>> lanes;  // (part, lane)
+  bool pid_set = false;
+};
+using GroupKey = std::pair<int64_t, size_t>;
 
-  // NVTX domains of every store: the default first, then by name.
-  std::map<std::pair<bool, std::string>, int> domain_index;
+struct Merge {
+  std::vector<Part>& parts;
+  Timeline m;
+  std::map<GroupKey, GroupBuild> groups;
+  std::vector<std::vector<int64_t>> lane_offset;    // per store, per lane: its rank's clock offset
+  std::vector<std::vector<GroupKey>> group_of;      // per store, per lane
+  std::vector<int64_t> store_offset;                // per store: its first rank's clock offset
+  std::map<std::pair<bool, std::string>, int> domain_index;  // (not the default, name) -> m's domain
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, uint32_t> loc_key;
+
+  explicit Merge(std::vector<Part>& p) : parts(p), lane_offset(p.size()), group_of(p.size()), store_offset(p.size(), 0) {}
+  void domains();
+  void group_lanes();
+  void locations(detail::StoreMerge& sm);
+  void nvtx_sites(detail::StoreMerge& sm, const std::vector<int>& domain_map);
+  void store(size_t s);
+  void lanes();
+  void memory();
+  void extent();
+};
+
+// NVTX domains of every store: the default first, then by name.
+void Merge::domains() {
   for (Part& p : parts) {
     for (const NvtxDomain& d : (**p.tl).nvtx_domains) domain_index.emplace(std::pair{!d.is_default, d.name}, 0);
   }
@@ -93,20 +89,10 @@ Timeline merge(std::vector<Part>& parts) {
     index = static_cast<int>(m.nvtx_domains.size());
     m.nvtx_domains.push_back({key.second, !key.first});
   }
+}
 
-  // Groups: one per rank (ascending), then each store's processes that are no rank.
-  struct GroupBuild {
-    RankGroup g;
-    std::vector<std::pair<size_t, size_t>> lanes;  // (part, lane)
-    bool pid_set = false;
-  };
-  std::map<std::pair<int64_t, size_t>, GroupBuild> groups;
-  std::vector<std::vector<int64_t>> lane_offset(parts.size());
-  std::vector<std::pair<int64_t, size_t>> lane_group_key;
-  std::vector<std::vector<std::pair<int64_t, size_t>>> group_of(parts.size());
-  std::vector<int64_t> store_offset(parts.size(), 0);
-  std::map<std::tuple<std::string, std::string, std::string, int64_t>, uint32_t> loc_key;
-
+// Which rank each lane is: by its process in a store of several ranks, else the store's one (rank 0 of a world of 1 without one).
+void Merge::group_lanes() {
   for (size_t s = 0; s < parts.size(); ++s) {
     Timeline& t = **parts[s].tl;
     const auto& ranks = parts[s].ranks;
@@ -115,14 +101,13 @@ Timeline merge(std::vector<Part>& parts) {
       if (!id.job.empty() && m.job.empty()) m.job = id.job;
       m.world_size = std::max(m.world_size, id.world_size);
     }
-    // Which rank each lane is: by its process in a store of several ranks, else the store's one (rank 0 of a world of 1 without one).
     for (const Lane& lane : t.lanes) {
       const analysis::RankIdentity* id = nullptr;
       if (ranks.size() == 1) id = &ranks[0];
       for (size_t k = 0; ranks.size() > 1 && k < ranks.size(); ++k)
         if (ranks[k].upid == lane.upid) id = &ranks[k];
-      std::pair<int64_t, size_t> key = id ? std::pair{id->rank, size_t{0}} : ranks.empty() ? std::pair{int64_t{0}, size_t{0}}
-                                                                                           : std::pair{std::numeric_limits<int64_t>::max(), s};
+      GroupKey key = id ? GroupKey{id->rank, size_t{0}} : ranks.empty() ? GroupKey{int64_t{0}, size_t{0}}
+                                                                      : GroupKey{std::numeric_limits<int64_t>::max(), s};
       GroupBuild& g = groups[key];
       if (g.lanes.empty()) {
         g.g.rank = key.first == std::numeric_limits<int64_t>::max() ? -1 : key.first;
@@ -138,108 +123,86 @@ Timeline merge(std::vector<Part>& parts) {
     }
   }
   if (m.world_size == 0) m.world_size = static_cast<int64_t>(groups.size());
+}
 
-  for (size_t s = 0; s < parts.size(); ++s) {
-    Timeline& t = **parts[s].tl;
-    m.ranges_loaded = m.ranges_loaded && t.ranges_loaded;
-    // Locations: one id per (name, file, function, line) over every store; the first store's keep theirs.
-    std::vector<uint32_t> loc_map(t.locations.size(), kUnknownLoc);
-    for (size_t id = 0; id < t.locations.size(); ++id) {
-      const Location& l = t.locations[id];
-      const bool empty = l.name.empty() && l.file.empty() && l.function.empty() && l.line == 0;
-      if (s == 0) {
-        m.locations.push_back(l);
-        loc_map[id] = static_cast<uint32_t>(id);
-        if (!empty) loc_key.emplace(std::tuple{l.name, l.file, l.function, l.line}, static_cast<uint32_t>(id));
-        continue;
-      }
-      if (empty) continue;
-      auto [it, fresh] = loc_key.emplace(std::tuple{l.name, l.file, l.function, l.line}, static_cast<uint32_t>(m.locations.size()));
-      if (fresh) m.locations.push_back(l);
-      loc_map[id] = it->second;
+// Locations: one id per (name, file, function, line) over every store; the first store's keep theirs.
+void Merge::locations(detail::StoreMerge& sm) {
+  const std::vector<Location>& locs = sm.t.locations;
+  sm.loc_map.assign(locs.size(), detail::StoreMerge::kUnknownLoc);
+  for (size_t id = 0; id < locs.size(); ++id) {
+    const Location& l = locs[id];
+    const bool empty = l.name.empty() && l.file.empty() && l.function.empty() && l.line == 0;
+    if (sm.store == 0) {
+      m.locations.push_back(l);
+      sm.loc_map[id] = static_cast<uint32_t>(id);
+      if (!empty) loc_key.emplace(std::tuple{l.name, l.file, l.function, l.line}, static_cast<uint32_t>(id));
+      continue;
     }
-    auto loc = [&](int64_t id) { return id >= 0 && static_cast<size_t>(id) < loc_map.size() ? loc_map[id] : kUnknownLoc; };
-    auto utid = [&](int64_t u) { return u + (static_cast<int64_t>(s) << 40); };
-    std::vector<int> domain_map(t.nvtx_domains.size());
-    for (size_t d = 0; d < t.nvtx_domains.size(); ++d)
-      domain_map[d] = domain_index[{!t.nvtx_domains[d].is_default, t.nvtx_domains[d].name}];
-    for (size_t id = 0; id < t.nvtx_site_of.size(); ++id) {
-      if (t.nvtx_site_of[id] < 0 || loc(static_cast<int64_t>(id)) == kUnknownLoc) continue;
-      const uint32_t ml = loc(static_cast<int64_t>(id));
-      if (m.nvtx_site_of.size() <= ml) m.nvtx_site_of.resize(ml + 1, -1);
-      if (m.nvtx_site_of[ml] >= 0) continue;
-      NvtxSite site = t.nvtx_sites[static_cast<size_t>(t.nvtx_site_of[id])];
-      site.domain = domain_map[static_cast<size_t>(site.domain)];
-      m.nvtx_site_of[ml] = static_cast<int32_t>(m.nvtx_sites.size());
-      m.nvtx_sites.push_back(site);
-    }
-
-    const uint32_t b_steps = static_cast<uint32_t>(m.steps.size()), b_comp = static_cast<uint32_t>(m.compilations.size()),
-                   b_exec = static_cast<uint32_t>(m.executions.size()), b_eval = static_cast<uint32_t>(m.evaluations.size()),
-                   b_kern = static_cast<uint32_t>(m.kernels.size()), b_runs = static_cast<uint32_t>(m.kernel_runs.size()),
-                   b_se = static_cast<uint32_t>(m.nvtx_start_ends.size()), b_coll = static_cast<uint32_t>(m.collectives.size());
-    for (Step& x : t.steps) x.loc_id = loc(x.loc_id), m.steps.push_back(std::move(x));
-    for (Compilation& x : t.compilations) x.loc_id = loc(x.loc_id), x.utid = utid(x.utid), m.compilations.push_back(std::move(x));
-    for (Execution& x : t.executions) m.executions.push_back(std::move(x));
-    for (Evaluation& x : t.evaluations) x.loc_id = loc(x.loc_id), x.utid = utid(x.utid), m.evaluations.push_back(std::move(x));
-    for (KernelInfo& x : t.kernels) m.kernels.push_back(std::move(x));
-    for (KernelRun& x : t.kernel_runs) x.kernel += b_kern, m.kernel_runs.push_back(x);
-    for (NvtxStartEnd& x : t.nvtx_start_ends) {
-      x.loc_id = loc(x.loc_id), x.utid = utid(x.utid), x.end_utid = utid(x.end_utid);
-      m.nvtx_start_ends.push_back(x);
-    }
-    for (Collective& x : t.collectives) x.loc_id = loc(x.loc_id), x.utid = utid(x.utid), m.collectives.push_back(std::move(x));
-
-    std::map<int64_t, int64_t> offset_of_utid;
-    for (size_t l = 0; l < t.lanes.size(); ++l) {
-      Lane& lane = t.lanes[l];
-      const int64_t o = lane_offset[s][l];
-      offset_of_utid[lane.utid] = o;
-      for (Track& tr : lane.tracks) {
-        shift_track(&tr, o);
-        if (tr.domain >= 0) tr.domain = domain_map[static_cast<size_t>(tr.domain)];
-        for (uint32_t& r : tr.ref) {
-          switch (tr.kind) {
-            case TrackKind::kSteps: r += b_steps, m.steps[r].ts += o; break;
-            case TrackKind::kCompilations: r += b_comp, m.compilations[r].ts += o; break;
-            case TrackKind::kExecutions: r += b_exec, m.executions[r].ts += o; break;
-            case TrackKind::kEvaluations: r += b_eval, m.evaluations[r].ts += o; break;
-            case TrackKind::kKernels: r += b_runs, m.kernel_runs[r].ts += o; break;
-            case TrackKind::kNvtxStartEnd: r += b_se, m.nvtx_start_ends[r].ts += o, m.nvtx_start_ends[r].end += o; break;
-            case TrackKind::kCollectives:  // each is once in the transfers (depth 0), maybe again in the waits
-              r += b_coll;
-              if (tr.depth == 0) m.collectives[r].ts += o;
-              break;
-            case TrackKind::kInstants:
-            case TrackKind::kRanges:
-            case TrackKind::kNvtxMarks:
-            case TrackKind::kNvtxRanges: r = loc(r); break;
-          }
-        }
-        const int64_t rank = groups[group_of[s][l]].g.rank;
-        if (tr.kind == TrackKind::kCollectives)
-          for (uint32_t r : tr.ref) m.collectives[r].rank = rank;
-        if (tr.kind == TrackKind::kCompilations)
-          for (uint32_t r : tr.ref) m.compilations[r].rank = rank;
-        if (tr.kind == TrackKind::kEvaluations)
-          for (uint32_t r : tr.ref) m.evaluations[r].rank = rank;
-      }
-      lane.utid = utid(lane.utid);
-      lane.upid = lane.upid + (static_cast<int64_t>(s) << 40);
-      if (lane.process_end > 0) lane.process_end += o;
-    }
-    for (Timeline::RealPayload p : t.nvtx_real_payloads) {
-      auto it = offset_of_utid.find(p.utid);
-      p.ts += it != offset_of_utid.end() ? it->second : store_offset[s];
-      p.utid = utid(p.utid);
-      p.loc_id = loc(p.loc_id);
-      m.nvtx_real_payloads.push_back(p);
-    }
-    for (OutOfMemory o : t.out_of_memory) o.ts += store_offset[s], m.out_of_memory.push_back(o);
-    m.capacity_bytes = std::max(m.capacity_bytes, t.capacity_bytes);
+    if (empty) continue;
+    auto [it, fresh] = loc_key.emplace(std::tuple{l.name, l.file, l.function, l.line}, static_cast<uint32_t>(m.locations.size()));
+    if (fresh) m.locations.push_back(l);
+    sm.loc_map[id] = it->second;
   }
+}
 
-  // Lanes by group.
+void Merge::nvtx_sites(detail::StoreMerge& sm, const std::vector<int>& domain_map) {
+  const Timeline& t = sm.t;
+  for (size_t id = 0; id < t.nvtx_site_of.size(); ++id) {
+    if (t.nvtx_site_of[id] < 0 || sm.loc(static_cast<int64_t>(id)) == detail::StoreMerge::kUnknownLoc) continue;
+    const uint32_t ml = sm.loc(static_cast<int64_t>(id));
+    if (m.nvtx_site_of.size() <= ml) m.nvtx_site_of.resize(ml + 1, -1);
+    if (m.nvtx_site_of[ml] >= 0) continue;
+    NvtxSite site = t.nvtx_sites[static_cast<size_t>(t.nvtx_site_of[id])];
+    site.domain = domain_map[static_cast<size_t>(site.domain)];
+    m.nvtx_site_of[ml] = static_cast<int32_t>(m.nvtx_sites.size());
+    m.nvtx_sites.push_back(site);
+  }
+}
+
+// Store s's records and lanes into m: each kind's records appended (its
+// traits), each track's refs rebased and its times put on rank 0's clock.
+void Merge::store(size_t s) {
+  Timeline& t = **parts[s].tl;
+  m.ranges_loaded = m.ranges_loaded && t.ranges_loaded;
+  detail::StoreMerge sm{m, t, s, {}};
+  locations(sm);
+  std::vector<int> domain_map(t.nvtx_domains.size());
+  for (size_t d = 0; d < t.nvtx_domains.size(); ++d) domain_map[d] = domain_index[{!t.nvtx_domains[d].is_default, t.nvtx_domains[d].name}];
+  nvtx_sites(sm, domain_map);
+  std::map<TrackKind, uint32_t> base;
+  for (int k = 0; k < detail::kKinds; ++k) {
+    const detail::KindTraits& kind = detail::traits(static_cast<TrackKind>(k));
+    if (kind.append) base[static_cast<TrackKind>(k)] = kind.append(sm);
+  }
+  std::map<int64_t, int64_t> offset_of_utid;
+  for (size_t l = 0; l < t.lanes.size(); ++l) {
+    Lane& lane = t.lanes[l];
+    const int64_t o = lane_offset[s][l];
+    const int64_t rank = groups[group_of[s][l]].g.rank;
+    offset_of_utid[lane.utid] = o;
+    for (Track& tr : lane.tracks) {
+      shift_track(&tr, o);
+      if (tr.domain >= 0) tr.domain = domain_map[static_cast<size_t>(tr.domain)];
+      const detail::KindTraits& kind = detail::traits(tr.kind);
+      for (uint32_t& r : tr.ref) kind.rebase(sm, tr, r, base[tr.kind], o, rank);
+    }
+    lane.utid = sm.utid(lane.utid);
+    lane.upid = lane.upid + (static_cast<int64_t>(s) << 40);
+    if (lane.process_end > 0) lane.process_end += o;
+  }
+  for (Timeline::RealPayload p : t.nvtx_real_payloads) {
+    auto it = offset_of_utid.find(p.utid);
+    p.ts += it != offset_of_utid.end() ? it->second : store_offset[s];
+    p.utid = sm.utid(p.utid);
+    p.loc_id = sm.loc(p.loc_id);
+    m.nvtx_real_payloads.push_back(p);
+  }
+  for (OutOfMemory o : t.out_of_memory) o.ts += store_offset[s], m.out_of_memory.push_back(o);
+  m.capacity_bytes = std::max(m.capacity_bytes, t.capacity_bytes);
+}
+
+// Lanes by group.
+void Merge::lanes() {
   for (auto& [key, g] : groups) {
     g.g.first_lane = m.lanes.size();
     for (auto [s, l] : g.lanes) {
@@ -250,44 +213,33 @@ Timeline merge(std::vector<Part>& parts) {
     g.g.lane_count = g.lanes.size();
     m.ranks.push_back(g.g);
   }
+}
 
-  sort_records(&m.steps, &m, TrackKind::kSteps);
-  sort_records(&m.compilations, &m, TrackKind::kCompilations);
-  sort_records(&m.executions, &m, TrackKind::kExecutions);
-  sort_records(&m.evaluations, &m, TrackKind::kEvaluations);
-  sort_records(&m.kernel_runs, &m, TrackKind::kKernels);
-  sort_records(&m.nvtx_start_ends, &m, TrackKind::kNvtxStartEnd);
-  sort_records(&m.collectives, &m, TrackKind::kCollectives);
-  std::sort(m.nvtx_real_payloads.begin(), m.nvtx_real_payloads.end(),
-            [](const auto& a, const auto& b) { return std::tie(a.utid, a.loc_id, a.ts) < std::tie(b.utid, b.loc_id, b.ts); });
-  std::stable_sort(m.out_of_memory.begin(), m.out_of_memory.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
-
-  // Memory: the fullest rank's live bytes at each sample of any rank.
-  {
-    struct Sample {
-      int64_t ts;
-      size_t part;
-      double value;
-    };
-    std::vector<Sample> all;
-    for (size_t s = 0; s < parts.size(); ++s) {
-      const CounterSeries& c = (**parts[s].tl).memory;
-      for (size_t i = 0; i < c.size(); ++i) all.push_back({c.ts[i] + store_offset[s], s, c.value[i]});
-    }
-    std::stable_sort(all.begin(), all.end(), [](const Sample& a, const Sample& b) { return a.ts < b.ts; });
-    std::vector<double> now(parts.size(), 0);
-    m.memory.name = "memory.live_bytes";
-    for (const Sample& x : all) {
-      now[x.part] = x.value;
-      double v = *std::max_element(now.begin(), now.end());
-      if (!m.memory.ts.empty() && m.memory.ts.back() == x.ts) m.memory.value.back() = v;
-      else m.memory.ts.push_back(x.ts), m.memory.value.push_back(v);
-    }
-    m.memory.build_levels();
+// Memory: the fullest rank's live bytes at each sample of any rank.
+void Merge::memory() {
+  struct Sample {
+    int64_t ts;
+    size_t part;
+    double value;
+  };
+  std::vector<Sample> all;
+  for (size_t s = 0; s < parts.size(); ++s) {
+    const CounterSeries& c = (**parts[s].tl).memory;
+    for (size_t i = 0; i < c.size(); ++i) all.push_back({c.ts[i] + store_offset[s], s, c.value[i]});
   }
+  std::stable_sort(all.begin(), all.end(), [](const Sample& a, const Sample& b) { return a.ts < b.ts; });
+  std::vector<double> now(parts.size(), 0);
+  m.memory.name = "memory.live_bytes";
+  for (const Sample& x : all) {
+    now[x.part] = x.value;
+    double v = *std::max_element(now.begin(), now.end());
+    if (!m.memory.ts.empty() && m.memory.ts.back() == x.ts) m.memory.value.back() = v;
+    else m.memory.ts.push_back(x.ts), m.memory.value.push_back(v);
+  }
+  m.memory.build_levels();
+}
 
-  settle_collectives(&m);
-
+void Merge::extent() {
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (const Lane& lane : m.lanes) {
     for (const Track& t : lane.tracks) {
@@ -301,63 +253,34 @@ Timeline merge(std::vector<Part>& parts) {
   if (lo > hi) lo = 0, hi = 1;
   m.start_ts = lo;
   m.end_ts = std::max(hi, lo + 1);
-  return m;
+}
+
+Timeline merge(std::vector<Part>& parts) {
+  Merge mg(parts);
+  Timeline& m = mg.m;
+  m.load_id = new_load_id();
+  m.ranges_loaded = true;
+  for (const Part& p : parts) {
+    m.paths.push_back(p.path);
+    m.path += (m.path.empty() ? "" : " ") + p.path;
+  }
+  mg.domains();
+  mg.group_lanes();
+  for (size_t s = 0; s < parts.size(); ++s) mg.store(s);
+  mg.lanes();
+  for (int k = 0; k < detail::kKinds; ++k) {
+    if (auto sort = detail::traits(static_cast<TrackKind>(k)).sort) sort(m);
+  }
+  std::sort(m.nvtx_real_payloads.begin(), m.nvtx_real_payloads.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.utid, a.loc_id, a.ts) < std::tie(b.utid, b.loc_id, b.ts); });
+  std::stable_sort(m.out_of_memory.begin(), m.out_of_memory.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  mg.memory();
+  settle_collectives(&m);
+  mg.extent();
+  return std::move(mg.m);
 }
 
 }  // namespace
-
-void settle_collectives(Timeline* tl) {
-  std::map<int64_t, std::vector<uint32_t>> by_seq;
-  for (uint32_t i = 0; i < tl->collectives.size(); ++i) by_seq[tl->collectives[i].seq].push_back(i);
-  for (const auto& [seq, at] : by_seq) {
-    uint32_t last = at.front();
-    for (uint32_t i : at)
-      if (tl->collectives[i].ts > tl->collectives[last].ts) last = i;
-    for (uint32_t i : at) {
-      Collective& c = tl->collectives[i];
-      c.ranks_seen = static_cast<int>(at.size());
-      c.last_rank = at.size() > 1 ? tl->collectives[last].rank : -1;
-      c.wait = at.size() > 1 ? std::clamp<int64_t>(tl->collectives[last].ts - c.ts, 0, c.dur) : 0;
-    }
-  }
-  // Two rows per thread: the transfers, then the waits. In one row a long
-  // wait and the short collectives before it in its pixel column would merge
-  // into one item of the first one's colour, and the wait would not show
-  // when zoomed out.
-  tl->event_count = 0;
-  for (Lane& lane : tl->lanes) {
-    auto first = std::find_if(lane.tracks.begin(), lane.tracks.end(), [](const Track& t) { return t.kind == TrackKind::kCollectives; });
-    if (first != lane.tracks.end()) {
-      std::vector<uint32_t> refs;
-      for (const Track& t : lane.tracks)
-        if (t.kind == TrackKind::kCollectives) refs.insert(refs.end(), t.ref.begin(), t.ref.end());
-      std::sort(refs.begin(), refs.end());  // the records are sorted by ts
-      refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
-      Track rows[2];
-      rows[0].name = "collectives";
-      rows[1].name = "waiting";
-      for (int k = 0; k < 2; ++k) rows[k].kind = TrackKind::kCollectives, rows[k].depth = k;
-      for (uint32_t r : refs) {
-        const Collective& c = tl->collectives[r];
-        const int64_t end = c.ts + std::max<int64_t>(c.dur, 1), w = std::min(c.wait, end - c.ts - 1);
-        auto add = [&](Track& t, int64_t a, int64_t b, int64_t arg) { t.ts.push_back(a), t.end.push_back(b), t.ref.push_back(r), t.arg.push_back(arg); };
-        add(rows[0], c.ts + std::max<int64_t>(w, 0), end, 1);
-        if (w > 0) add(rows[1], c.ts, c.ts + w, 0);
-      }
-      for (Track& t : rows) {
-        if (std::is_sorted(t.end.begin(), t.end.end())) continue;
-        t.max_end.resize(t.end.size());
-        int64_t mx = std::numeric_limits<int64_t>::min();
-        for (size_t i = 0; i < t.end.size(); ++i) t.max_end[i] = mx = std::max(mx, t.end[i]);
-      }
-      const size_t at = static_cast<size_t>(first - lane.tracks.begin());
-      std::erase_if(lane.tracks, [](const Track& t) { return t.kind == TrackKind::kCollectives; });
-      lane.tracks.insert(lane.tracks.begin() + static_cast<std::ptrdiff_t>(at), std::move(rows[0]));
-      if (rows[1].size() > 0) lane.tracks.insert(lane.tracks.begin() + static_cast<std::ptrdiff_t>(at) + 1, std::move(rows[1]));
-    }
-    for (const Track& t : lane.tracks) tl->event_count += static_cast<int64_t>(t.size());
-  }
-}
 
 StatusOr<Timeline> load_job_timeline(const std::vector<std::string>& paths, const LoadOptions& options) {
   if (paths.empty()) return Status(StatusCode::kInvalidArgument, "no stores given");

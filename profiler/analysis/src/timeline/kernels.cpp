@@ -65,8 +65,20 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   }
 }
 
+uint32_t append(StoreMerge& sm) {
+  const uint32_t kernels = append_records(sm.m.kernels, sm.t.kernels, [](KernelInfo&) {});
+  return append_records(sm.m.kernel_runs, sm.t.kernel_runs, [&](KernelRun& x) { x.kernel += kernels; });
+}
+
+void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
+  r += base;
+  sm.m.kernel_runs[r].ts += offset;
+}
+
+void sort(Timeline& m) { sort_records(&m.kernel_runs, &m, TrackKind::kKernels); }
+
 }  // namespace
 
-const KindTraits kKernelsTraits{"kernels", colour, label, card};
+const KindTraits kKernelsTraits{"kernels", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail

@@ -285,11 +285,25 @@ void card(const Timeline& tl, const Lane& lane, const Track& t, uint32_t i, Card
   }
 }
 
+uint32_t start_end_append(StoreMerge& sm) {
+  return append_records(sm.m.nvtx_start_ends, sm.t.nvtx_start_ends, [&](NvtxStartEnd& x) {
+    x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid), x.end_utid = sm.utid(x.end_utid);
+  });
+}
+
+void start_end_rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
+  r += base;
+  sm.m.nvtx_start_ends[r].ts += offset;
+  sm.m.nvtx_start_ends[r].end += offset;
+}
+
+void start_end_sort(Timeline& m) { sort_records(&m.nvtx_start_ends, &m, TrackKind::kNvtxStartEnd); }
+
 }  // namespace
 
-const KindTraits kNvtxMarksTraits{"NVTX marks", colour, label, card};
-const KindTraits kNvtxRangesTraits{"NVTX ranges", colour, label, card};
-const KindTraits kNvtxStartEndTraits{"NVTX start/end ranges", colour, label, card};
+const KindTraits kNvtxMarksTraits{"NVTX marks", colour, label, card, nullptr, rebase_location, nullptr};
+const KindTraits kNvtxRangesTraits{"NVTX ranges", colour, label, card, nullptr, rebase_location, nullptr};
+const KindTraits kNvtxStartEndTraits{"NVTX start/end ranges", colour, label, card, start_end_append, start_end_rebase, start_end_sort};
 
 }  // namespace detail
 }  // namespace tc::analysis::timeline

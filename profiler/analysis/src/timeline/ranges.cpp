@@ -109,6 +109,8 @@ void location_card(const Timeline& tl, const Track& t, uint32_t i, Card& card) {
   if (loc && !loc->file.empty()) card.text("at %s:%lld in %s", loc->file.c_str(), static_cast<long long>(loc->line), loc->function.c_str());
 }
 
-const KindTraits kRangesTraits{"ranges", colour, label, card};
+void rebase_location(StoreMerge& sm, const Track&, uint32_t& ref, uint32_t, int64_t, int64_t) { ref = sm.loc(ref); }
+
+const KindTraits kRangesTraits{"ranges", colour, label, card, nullptr, rebase_location, nullptr};
 
 }  // namespace tc::analysis::timeline::detail

@@ -36,8 +36,19 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& c) 
   c.text("called at %s", call_site(tl, s.loc_id).c_str());
 }
 
+uint32_t append(StoreMerge& sm) {
+  return append_records(sm.m.steps, sm.t.steps, [&](Step& x) { x.loc_id = sm.loc(x.loc_id); });
+}
+
+void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
+  r += base;
+  sm.m.steps[r].ts += offset;
+}
+
+void sort(Timeline& m) { sort_records(&m.steps, &m, TrackKind::kSteps); }
+
 }  // namespace
 
-const KindTraits kStepsTraits{"steps", colour, label, card};
+const KindTraits kStepsTraits{"steps", colour, label, card, append, rebase, sort};
 
 }  // namespace tc::analysis::timeline::detail
