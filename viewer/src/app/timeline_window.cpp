@@ -245,8 +245,8 @@ void LanesPass::track(size_t l, size_t k, float ty) {
 
 void LanesPass::items(size_t l, size_t k, float ty, bool mouse_here) {
   const Track& t = tl_.lanes[l].tracks[k];
-  const bool diamond = t.kind == TrackKind::kNvtxMarks;
-  const bool marker = t.kind == TrackKind::kEvaluations || t.kind == TrackKind::kInstants || diamond;
+  const bool diamond = track_marker(t.kind) == Marker::kDiamond;
+  const bool marker = track_marker(t.kind) != Marker::kNone;
   for (const DrawItem& it : p_.tracks[l][k].items) {
     float a = x0_ + it.x0, b = x0_ + it.x1;
     const bool cut = it.count == 1 && t.is_cut(it.first);

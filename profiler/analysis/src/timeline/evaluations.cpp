@@ -66,6 +66,6 @@ void sort(Timeline& m) { sort_records(&m.evaluations, &m, TrackKind::kEvaluation
 
 }  // namespace
 
-const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, append, rebase, sort};
+const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, append, rebase, sort, Marker::kTriangle};
 
 }  // namespace tc::analysis::timeline::detail

@@ -36,6 +36,6 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 
 }  // namespace
 
-const KindTraits kInstantsTraits{"instants", colour, label, card, nullptr, rebase_location, nullptr};
+const KindTraits kInstantsTraits{"instants", colour, label, card, nullptr, rebase_location, nullptr, Marker::kTriangle};
 
 }  // namespace tc::analysis::timeline::detail

@@ -76,6 +76,8 @@ const KindTraits& traits(TrackKind kind) {
 
 const char* track_kind_name(TrackKind kind) { return detail::traits(kind).name; }
 
+Marker track_marker(TrackKind kind) { return detail::traits(kind).marker; }
+
 palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i) { return detail::traits(t.kind).colour(tl, t, i); }
 
 std::string event_label(const Timeline& tl, const Track& t, uint32_t i) { return detail::traits(t.kind).label(tl, t, i); }

@@ -85,6 +85,7 @@ struct KindTraits {
   void (*rebase)(StoreMerge& sm, const Track& tr, uint32_t& ref, uint32_t base, int64_t offset, int64_t rank);
   // After every store: m's records sorted by ts (null: none).
   void (*sort)(Timeline& m);
+  Marker marker = Marker::kNone;
 };
 
 // TrackKind's values are 0 .. kKinds - 1 (kCollectives is the last).

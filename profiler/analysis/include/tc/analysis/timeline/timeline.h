@@ -252,6 +252,12 @@ palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i);
 // "compile g2 shape_change", a range's name ("(cut)" after a cut one), ...
 std::string event_label(const Timeline& tl, const Track& t, uint32_t i);
 
+// How a kind's events are marked beyond their extent, so that a short one
+// still shows: a triangle at the start (explicit evaluations, instants) or a
+// diamond across the track (NVTX marks).
+enum class Marker : uint8_t { kNone, kTriangle, kDiamond };
+Marker track_marker(TrackKind kind);
+
 // One line of an event's hover card: what the event is, in words.
 struct CardLine {
   enum class Style : uint8_t { kText, kDisabled, kColoured };
