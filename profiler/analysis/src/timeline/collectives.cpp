@@ -11,30 +11,22 @@
 namespace tc::analysis::timeline::detail {
 
 Status read_collectives(Load& ld) {
-  Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
-  if (reader.has(store::schema::collectives, "seq")) {
-    auto q = reader.query("SELECT utid, ts, dur, step, seq, op, bytes, tensors, loc_id FROM collectives ORDER BY ts, id");
-    while (q.next()) {
-      Collective c;
-      c.utid = q.i64(0);
-      c.ts = q.i64(1);
-      c.dur = std::max<int64_t>(q.i64(2), 0);
-      c.step = q.i64(3);
-      c.seq = q.i64(4);
-      c.op = q.text(5);
-      c.bytes = q.i64(6);
-      c.tensors = q.i64(7);
-      c.loc_id = q.i64(8);
-      see(c.ts, end_of(c.ts, c.dur));
-      pending[c.utid].collectives.add(c.ts, end_of(c.ts, c.dur), static_cast<uint32_t>(tl.collectives.size()), 1, true);
-      tl.collectives.push_back(std::move(c));
-    }
-    TC_RETURN_IF_ERROR(q.status());
+  if (!ld.reader.has(store::schema::collectives, "seq")) return Status::Ok();
+  auto q = ld.reader.query("SELECT utid, ts, dur, step, seq, op, bytes, tensors, loc_id FROM collectives ORDER BY ts, id");
+  while (q.next()) {
+    Collective c;
+    c.utid = q.i64(0);
+    c.ts = q.i64(1);
+    c.dur = std::max<int64_t>(q.i64(2), 0);
+    c.step = q.i64(3);
+    c.seq = q.i64(4);
+    c.op = q.text(5);
+    c.bytes = q.i64(6);
+    c.tensors = q.i64(7);
+    c.loc_id = q.i64(8);
+    ld.add(&Load::LanePending::collectives, c.utid, ld.tl.collectives, std::move(c), 1, true);
   }
-  return Status::Ok();
+  return q.status();
 }
 
 namespace {
@@ -67,10 +59,6 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   }
 }
 
-uint32_t append(StoreMerge& sm) {
-  return append_records(sm.m.collectives, sm.t.collectives, [&](Collective& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
-}
-
 // Each collective is once in the transfers (depth 0), maybe again in the waits: shifted once.
 void rebase(StoreMerge& sm, const Track& tr, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
   r += base;
@@ -78,11 +66,10 @@ void rebase(StoreMerge& sm, const Track& tr, uint32_t& r, uint32_t base, int64_t
   sm.m.collectives[r].rank = rank;
 }
 
-void sort(Timeline& m) { sort_records(&m.collectives, &m, TrackKind::kCollectives); }
-
 }  // namespace
 
-const KindTraits kCollectivesTraits{"collectives", colour, label, card, append, rebase, sort};
+using Merge = RecordMerge<&Timeline::collectives, TrackKind::kCollectives>;
+const KindTraits kCollectivesTraits{"collectives", colour, label, card, Merge::append_located, rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail
 

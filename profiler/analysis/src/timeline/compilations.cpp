@@ -10,10 +10,7 @@ namespace tc::analysis::timeline::detail {
 
 Status read_compilations(Load& ld) {
   Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
-  auto q = reader.query(
+  auto q = ld.reader.query(
       "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
       "diff FROM compilations ORDER BY ts, id");
   while (q.next()) {
@@ -33,16 +30,13 @@ Status read_compilations(Load& ld) {
     c.trigger = q.text(11);
     c.cache = q.text(12);
     c.diff = q.text(13);
-    see(c.ts, end_of(c.ts, c.dur));
-    pending[c.utid].compilations.add(c.ts, end_of(c.ts, c.dur), static_cast<uint32_t>(tl.compilations.size()), 0,
-                                     false);
-    tl.compilations.push_back(std::move(c));
+    ld.add(&Load::LanePending::compilations, c.utid, tl.compilations, std::move(c));
   }
   TC_RETURN_IF_ERROR(q.status());
   // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
   std::map<int64_t, size_t> by_graph;  // graph_id -> compilation
   for (size_t i = 0; i < tl.compilations.size(); ++i) by_graph.emplace(tl.compilations[i].graph_id, i);
-  auto in = reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+  auto in = ld.reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
   while (in.next()) {
     auto it = by_graph.find(in.i64(0));
     if (it == by_graph.end()) continue;
@@ -85,20 +79,9 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   card.text("graph cut at %s", call_site(tl, c.loc_id).c_str());
 }
 
-uint32_t append(StoreMerge& sm) {
-  return append_records(sm.m.compilations, sm.t.compilations, [&](Compilation& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
-}
-
-void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
-  r += base;
-  sm.m.compilations[r].ts += offset;
-  sm.m.compilations[r].rank = rank;
-}
-
-void sort(Timeline& m) { sort_records(&m.compilations, &m, TrackKind::kCompilations); }
-
 }  // namespace
 
-const KindTraits kCompilationsTraits{"compilations", colour, label, card, append, rebase, sort};
+using Merge = RecordMerge<&Timeline::compilations, TrackKind::kCompilations>;
+const KindTraits kCompilationsTraits{"compilations", colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

@@ -7,12 +7,7 @@
 namespace tc::analysis::timeline::detail {
 
 Status read_evaluations(Load& ld) {
-  Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
-  auto q = reader.query(
-      "SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
+  auto q = ld.reader.query("SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
   while (q.next()) {
     Evaluation e;
     e.id = q.i64(0);
@@ -24,13 +19,9 @@ Status read_evaluations(Load& ld) {
     e.loc_id = q.i64(6);
     e.nodes = q.i64(7);
     e.graph_id = q.i64(8);
-    see(e.ts, end_of(e.ts, e.dur));
-    pending[e.utid].evaluations.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.evaluations.size()), 0,
-                                    false);
-    tl.evaluations.push_back(std::move(e));
+    ld.add(&Load::LanePending::evaluations, e.utid, ld.tl.evaluations, std::move(e));
   }
-  TC_RETURN_IF_ERROR(q.status());
-  return Status::Ok();
+  return q.status();
 }
 
 namespace {
@@ -52,20 +43,10 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
   card.disabled("It cuts the step's graph; log less often, or after mark_step().");
 }
 
-uint32_t append(StoreMerge& sm) {
-  return append_records(sm.m.evaluations, sm.t.evaluations, [&](Evaluation& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
-}
-
-void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
-  r += base;
-  sm.m.evaluations[r].ts += offset;
-  sm.m.evaluations[r].rank = rank;
-}
-
-void sort(Timeline& m) { sort_records(&m.evaluations, &m, TrackKind::kEvaluations); }
-
 }  // namespace
 
-const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, append, rebase, sort, Marker::kTriangle};
+using Merge = RecordMerge<&Timeline::evaluations, TrackKind::kEvaluations>;
+const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort,
+                                    Marker::kTriangle};
 
 }  // namespace tc::analysis::timeline::detail

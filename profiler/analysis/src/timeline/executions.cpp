@@ -6,20 +6,12 @@
 namespace tc::analysis::timeline::detail {
 
 Status read_executions(Load& ld) {
-  Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
-  auto q = reader.query("SELECT utid, ts, dur, graph_id, step, trigger, nodes FROM executions ORDER BY ts, id");
+  auto q = ld.reader.query("SELECT utid, ts, dur, graph_id, step, trigger, nodes FROM executions ORDER BY ts, id");
   while (q.next()) {
-    Execution e{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5))};
-    see(e.ts, end_of(e.ts, e.dur));
-    pending[q.i64(0)].executions.add(e.ts, end_of(e.ts, e.dur), static_cast<uint32_t>(tl.executions.size()), 0,
-                                     false);
-    tl.executions.push_back(std::move(e));
+    ld.add(&Load::LanePending::executions, q.i64(0), ld.tl.executions,
+           Execution{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5))});
   }
-  TC_RETURN_IF_ERROR(q.status());
-  return Status::Ok();
+  return q.status();
 }
 
 namespace {
@@ -39,15 +31,9 @@ uint32_t append(StoreMerge& sm) {
   return append_records(sm.m.executions, sm.t.executions, [](Execution&) {});
 }
 
-void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
-  r += base;
-  sm.m.executions[r].ts += offset;
-}
-
-void sort(Timeline& m) { sort_records(&m.executions, &m, TrackKind::kExecutions); }
-
 }  // namespace
 
-const KindTraits kExecutionsTraits{"executions", colour, label, card, append, rebase, sort};
+using Merge = RecordMerge<&Timeline::executions, TrackKind::kExecutions>;
+const KindTraits kExecutionsTraits{"executions", colour, label, card, append, Merge::rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

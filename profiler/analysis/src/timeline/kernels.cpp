@@ -13,8 +13,6 @@ namespace tc::analysis::timeline::detail {
 Status read_kernels(Load& ld) {
   Timeline& tl = ld.tl;
   const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
   if (reader.has(store::schema::kernels, "sites") && reader.has(store::schema::kernel_executions, "dur")) {
     std::map<std::pair<int64_t, int64_t>, uint32_t> kernel_of;  // (graph_id, kernel) -> index
     auto k = reader.query("SELECT graph_id, kernel, kind, ops, sites, flops, bytes_read + bytes_written FROM kernels ORDER BY id");
@@ -28,10 +26,7 @@ Status read_kernels(Load& ld) {
     while (q.next()) {
       auto it = kernel_of.find({q.i64(4), q.i64(5)});
       if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
-      KernelRun run{q.i64(1), q.i64(2), q.i64(3), it->second};
-      see(run.ts, end_of(run.ts, run.dur));
-      pending[q.i64(0)].kernels.add(run.ts, end_of(run.ts, run.dur), static_cast<uint32_t>(tl.kernel_runs.size()), 0, false);
-      tl.kernel_runs.push_back(run);
+      ld.add(&Load::LanePending::kernels, q.i64(0), tl.kernel_runs, KernelRun{q.i64(1), q.i64(2), q.i64(3), it->second});
     }
     TC_RETURN_IF_ERROR(q.status());
   }
@@ -70,15 +65,9 @@ uint32_t append(StoreMerge& sm) {
   return append_records(sm.m.kernel_runs, sm.t.kernel_runs, [&](KernelRun& x) { x.kernel += kernels; });
 }
 
-void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
-  r += base;
-  sm.m.kernel_runs[r].ts += offset;
-}
-
-void sort(Timeline& m) { sort_records(&m.kernel_runs, &m, TrackKind::kKernels); }
-
 }  // namespace
 
-const KindTraits kKernelsTraits{"kernels", colour, label, card, append, rebase, sort};
+using Merge = RecordMerge<&Timeline::kernel_runs, TrackKind::kKernels>;
+const KindTraits kKernelsTraits{"kernels", colour, label, card, append, Merge::rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

@@ -71,6 +71,30 @@ uint32_t append_records(std::vector<T>& dst, std::vector<T>& src, F&& f) {
   return base;
 }
 
+// A ref onto m's records (base + ref), the record shifted onto rank 0's clock.
+template <typename T>
+T& rebase_record(std::vector<T>& records, uint32_t& ref, uint32_t base, int64_t offset) {
+  ref += base;
+  records[ref].ts += offset;
+  return records[ref];
+}
+
+// The merge of a kind whose records are Timeline::*Records, sorted by ts.
+template <auto Records, TrackKind Kind>
+struct RecordMerge {
+  // Records with a location and a thread (and a rank, for rebase_ranked).
+  static uint32_t append_located(StoreMerge& sm) {
+    return append_records(sm.m.*Records, sm.t.*Records, [&](auto& x) { x.loc_id = sm.loc(x.loc_id), x.utid = sm.utid(x.utid); });
+  }
+  static void rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
+    rebase_record(sm.m.*Records, r, base, offset);
+  }
+  static void rebase_ranked(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t rank) {
+    rebase_record(sm.m.*Records, r, base, offset).rank = rank;
+  }
+  static void sort(Timeline& m) { sort_records(&(m.*Records), &m, Kind); }
+};
+
 struct KindTraits {
   const char* name;  // track_kind_name
   palette::Rgb (*colour)(const Timeline& tl, const Track& t, uint32_t i);

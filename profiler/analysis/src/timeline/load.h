@@ -75,6 +75,14 @@ struct Load {
     min_ts = std::min(min_ts, ts);
     if (end != kOpen) max_end = std::max(max_end, end);
   }
+  // A record of [ts, ts + dur) on thread utid: one more event of its track.
+  template <typename T>
+  void add(Pending LanePending::*track, int64_t utid, std::vector<T>& records, T record, int64_t arg = 0, bool with_arg = false) {
+    const int64_t end = end_of(record.ts, record.dur);
+    see(record.ts, end);
+    (pending[utid].*track).add(record.ts, end, static_cast<uint32_t>(records.size()), arg, with_arg);
+    records.push_back(std::move(record));
+  }
   // A cut NVTX range lasts to its process's end: the timeline reaches that far.
   void see_cut_end(int64_t utid);
   // The lane of utid, made for a thread the threads table does not know.

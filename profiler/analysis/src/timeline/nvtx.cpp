@@ -292,9 +292,7 @@ uint32_t start_end_append(StoreMerge& sm) {
 }
 
 void start_end_rebase(StoreMerge& sm, const Track&, uint32_t& r, uint32_t base, int64_t offset, int64_t) {
-  r += base;
-  sm.m.nvtx_start_ends[r].ts += offset;
-  sm.m.nvtx_start_ends[r].end += offset;
+  rebase_record(sm.m.nvtx_start_ends, r, base, offset).end += offset;
 }
 
 void start_end_sort(Timeline& m) { sort_records(&m.nvtx_start_ends, &m, TrackKind::kNvtxStartEnd); }
