@@ -24,7 +24,7 @@ Status read_collectives(Load& ld) {
     c.bytes = q.i64(6);
     c.tensors = q.i64(7);
     c.loc_id = q.i64(8);
-    ld.add(&Load::LanePending::collectives, c.utid, ld.tl.collectives, std::move(c), 1, true);
+    ld.add(TrackKind::kCollectives, c.utid, ld.tl.collectives, std::move(c), 1, true);
   }
   return q.status();
 }
@@ -69,7 +69,7 @@ void rebase(StoreMerge& sm, const Track& tr, uint32_t& r, uint32_t base, int64_t
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::collectives, TrackKind::kCollectives>;
-const KindTraits kCollectivesTraits{"collectives", colour, label, card, Merge::append_located, rebase, Merge::sort};
+const KindTraits kCollectivesTraits{"collectives", read_collectives, 4, colour, label, card, Merge::append_located, rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail
 

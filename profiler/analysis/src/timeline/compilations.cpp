@@ -30,7 +30,7 @@ Status read_compilations(Load& ld) {
     c.trigger = q.text(11);
     c.cache = q.text(12);
     c.diff = q.text(13);
-    ld.add(&Load::LanePending::compilations, c.utid, tl.compilations, std::move(c));
+    ld.add(TrackKind::kCompilations, c.utid, tl.compilations, std::move(c));
   }
   TC_RETURN_IF_ERROR(q.status());
   // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
@@ -82,6 +82,6 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::compilations, TrackKind::kCompilations>;
-const KindTraits kCompilationsTraits{"compilations", colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
+const KindTraits kCompilationsTraits{"compilations", read_compilations, 1, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

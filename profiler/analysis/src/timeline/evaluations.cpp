@@ -19,7 +19,7 @@ Status read_evaluations(Load& ld) {
     e.loc_id = q.i64(6);
     e.nodes = q.i64(7);
     e.graph_id = q.i64(8);
-    ld.add(&Load::LanePending::evaluations, e.utid, ld.tl.evaluations, std::move(e));
+    ld.add(TrackKind::kEvaluations, e.utid, ld.tl.evaluations, std::move(e));
   }
   return q.status();
 }
@@ -46,7 +46,7 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::evaluations, TrackKind::kEvaluations>;
-const KindTraits kEvaluationsTraits{"explicit evaluations", colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort,
+const KindTraits kEvaluationsTraits{"explicit evaluations", read_evaluations, 5, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort,
                                     Marker::kTriangle};
 
 }  // namespace tc::analysis::timeline::detail

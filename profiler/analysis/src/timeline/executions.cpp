@@ -8,7 +8,7 @@ namespace tc::analysis::timeline::detail {
 Status read_executions(Load& ld) {
   auto q = ld.reader.query("SELECT utid, ts, dur, graph_id, step, trigger, nodes FROM executions ORDER BY ts, id");
   while (q.next()) {
-    ld.add(&Load::LanePending::executions, q.i64(0), ld.tl.executions,
+    ld.add(TrackKind::kExecutions, q.i64(0), ld.tl.executions,
            Execution{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5))});
   }
   return q.status();
@@ -34,6 +34,6 @@ uint32_t append(StoreMerge& sm) {
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::executions, TrackKind::kExecutions>;
-const KindTraits kExecutionsTraits{"executions", colour, label, card, append, Merge::rebase, Merge::sort};
+const KindTraits kExecutionsTraits{"executions", read_executions, 2, colour, label, card, append, Merge::rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

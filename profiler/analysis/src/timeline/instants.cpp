@@ -18,7 +18,7 @@ Status read_instants(Load& ld) {
     if (const NvtxSite* site = tl.nvtx_site(loc)) {
       nvtx_pending[{q.i64(0), site->domain}].marks.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
     } else {
-      pending[q.i64(0)].instants.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
+      pending[q.i64(0)][static_cast<size_t>(TrackKind::kInstants)].add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
     }
   }
   TC_RETURN_IF_ERROR(q.status());
@@ -36,6 +36,6 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 
 }  // namespace
 
-const KindTraits kInstantsTraits{"instants", colour, label, card, nullptr, rebase_location, nullptr, Marker::kTriangle};
+const KindTraits kInstantsTraits{"instants", read_instants, 6, colour, label, card, nullptr, rebase_location, nullptr, Marker::kTriangle};
 
 }  // namespace tc::analysis::timeline::detail

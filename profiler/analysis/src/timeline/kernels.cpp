@@ -26,7 +26,7 @@ Status read_kernels(Load& ld) {
     while (q.next()) {
       auto it = kernel_of.find({q.i64(4), q.i64(5)});
       if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
-      ld.add(&Load::LanePending::kernels, q.i64(0), tl.kernel_runs, KernelRun{q.i64(1), q.i64(2), q.i64(3), it->second});
+      ld.add(TrackKind::kKernels, q.i64(0), tl.kernel_runs, KernelRun{q.i64(1), q.i64(2), q.i64(3), it->second});
     }
     TC_RETURN_IF_ERROR(q.status());
   }
@@ -68,6 +68,6 @@ uint32_t append(StoreMerge& sm) {
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::kernel_runs, TrackKind::kKernels>;
-const KindTraits kKernelsTraits{"kernels", colour, label, card, append, Merge::rebase, Merge::sort};
+const KindTraits kKernelsTraits{"kernels", read_kernels, 3, colour, label, card, append, Merge::rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail

@@ -95,8 +95,15 @@ struct RecordMerge {
   static void sort(Timeline& m) { sort_records(&(m.*Records), &m, Kind); }
 };
 
+struct Load;
+
 struct KindTraits {
   const char* name;  // track_kind_name
+  // Its reader (load_timeline calls each, after the NVTX sites; null: read
+  // with NVTX or the ranges), and its row among a lane's tracks of tc's own
+  // (-1: ranges by depth and NVTX by domain come after those).
+  Status (*read)(Load& ld);
+  int row;
   palette::Rgb (*colour)(const Timeline& tl, const Track& t, uint32_t i);
   std::string (*label)(const Timeline& tl, const Track& t, uint32_t i);
   void (*card)(const Timeline& tl, const Lane& lane, const Track& t, uint32_t i, Card& card);

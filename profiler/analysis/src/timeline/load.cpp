@@ -59,18 +59,17 @@ Status read_lanes(Load& ld) {
 // by domain.
 void assemble_lanes(Load& ld) {
   Timeline& tl = ld.tl;
+  std::vector<TrackKind> rows;  // the kinds of one row, by KindTraits::row
+  for (int k = 0; k < kKinds; ++k) {
+    if (traits(static_cast<TrackKind>(k)).row >= 0) rows.push_back(static_cast<TrackKind>(k));
+  }
+  std::sort(rows.begin(), rows.end(), [](TrackKind a, TrackKind b) { return traits(a).row < traits(b).row; });
   for (auto& [utid, p] : ld.pending) {
     Lane& lane = ld.lane_for(utid);
-    std::pair<Pending*, TrackKind> kinds[] = {{&p.steps, TrackKind::kSteps},
-                                              {&p.compilations, TrackKind::kCompilations},
-                                              {&p.executions, TrackKind::kExecutions},
-                                              {&p.kernels, TrackKind::kKernels},
-                                              {&p.collectives, TrackKind::kCollectives},
-                                              {&p.evaluations, TrackKind::kEvaluations},
-                                              {&p.instants, TrackKind::kInstants}};
-    for (auto& [pend, kind] : kinds) {
-      if (pend->ts.empty()) continue;
-      lane.tracks.push_back(finish_track(std::move(*pend), kind, 0, track_kind_name(kind), tl.end_ts));
+    for (TrackKind kind : rows) {
+      Pending& pend = p[static_cast<size_t>(kind)];
+      if (pend.ts.empty()) continue;
+      lane.tracks.push_back(finish_track(std::move(pend), kind, 0, track_kind_name(kind), tl.end_ts));
     }
   }
   std::map<std::pair<int64_t, int64_t>, Pending> ranges;
@@ -171,11 +170,11 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   detail::Load ld(reader, tl);
   TC_RETURN_IF_ERROR(detail::read_locations(ld));
   TC_RETURN_IF_ERROR(detail::read_lanes(ld));
-  for (Status (*read)(detail::Load&) : {detail::read_nvtx, detail::read_steps, detail::read_compilations, detail::read_executions,
-                                       detail::read_evaluations, detail::read_kernels, detail::read_collectives, detail::read_instants,
-                                       detail::read_memory}) {
-    TC_RETURN_IF_ERROR(read(ld));
+  TC_RETURN_IF_ERROR(detail::read_nvtx(ld));
+  for (int k = 0; k < detail::kKinds; ++k) {
+    if (auto read = detail::traits(static_cast<TrackKind>(k)).read) TC_RETURN_IF_ERROR(read(ld));
   }
+  TC_RETURN_IF_ERROR(detail::read_memory(ld));
   TC_RETURN_IF_ERROR(detail::read_ranges(ld, options));
   if (ld.min_ts == detail::kOpen) ld.min_ts = 0, ld.max_end = 1;
   if (ld.max_end <= ld.min_ts) ld.max_end = ld.min_ts + 1;

@@ -2,6 +2,7 @@
 // (src/timeline/<kind>.cpp). Private to the model.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kinds.h"
 #include "tc/analysis/timeline/timeline.h"
 
 namespace tc::analysis::timeline::detail {
@@ -57,11 +59,9 @@ struct Load {
   const store::Reader& reader;
   Timeline& tl;
   std::map<int64_t, size_t> lane_of;  // utid -> index in tl.lanes
-  // Per lane, per kind of tc's own: pending events (ranges are keyed by depth in chunks).
-  struct LanePending {
-    Pending steps, compilations, executions, evaluations, instants, kernels, collectives;
-  };
-  std::map<int64_t, LanePending> pending;
+  // Per lane, per kind of one row (KindTraits::row): pending events (ranges
+  // are keyed by depth in chunks, NVTX by domain below).
+  std::map<int64_t, std::array<Pending, kKinds>> pending;
   // Per (utid, NVTX domain): marks and start/end ranges (push/pop ranges come with the ranges).
   struct NvtxPending {
     Pending marks, start_ends;
@@ -77,10 +77,10 @@ struct Load {
   }
   // A record of [ts, ts + dur) on thread utid: one more event of its track.
   template <typename T>
-  void add(Pending LanePending::*track, int64_t utid, std::vector<T>& records, T record, int64_t arg = 0, bool with_arg = false) {
+  void add(TrackKind kind, int64_t utid, std::vector<T>& records, T record, int64_t arg = 0, bool with_arg = false) {
     const int64_t end = end_of(record.ts, record.dur);
     see(record.ts, end);
-    (pending[utid].*track).add(record.ts, end, static_cast<uint32_t>(records.size()), arg, with_arg);
+    pending[utid][static_cast<size_t>(kind)].add(record.ts, end, static_cast<uint32_t>(records.size()), arg, with_arg);
     records.push_back(std::move(record));
   }
   // A cut NVTX range lasts to its process's end: the timeline reaches that far.
@@ -89,15 +89,8 @@ struct Load {
   Lane& lane_for(int64_t utid);
 };
 
-// The readers, one per kind (each in its kind's file), in load order.
+// The readers that are no kind's KindTraits::read, in load order around those.
 Status read_nvtx(Load& ld);  // sites, real payloads, start/end ranges: before the events that name them
-Status read_steps(Load& ld);
-Status read_compilations(Load& ld);
-Status read_executions(Load& ld);
-Status read_evaluations(Load& ld);
-Status read_kernels(Load& ld);
-Status read_collectives(Load& ld);
-Status read_instants(Load& ld);  // tc's instants and NVTX marks
 Status read_memory(Load& ld);
 Status read_ranges(Load& ld, const LoadOptions& options);  // tc's ranges and NVTX push/pop ranges
 

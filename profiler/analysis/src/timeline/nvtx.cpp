@@ -299,9 +299,9 @@ void start_end_sort(Timeline& m) { sort_records(&m.nvtx_start_ends, &m, TrackKin
 
 }  // namespace
 
-const KindTraits kNvtxMarksTraits{"NVTX marks", colour, label, card, nullptr, rebase_location, nullptr, Marker::kDiamond};
-const KindTraits kNvtxRangesTraits{"NVTX ranges", colour, label, card, nullptr, rebase_location, nullptr};
-const KindTraits kNvtxStartEndTraits{"NVTX start/end ranges", colour, label, card, start_end_append, start_end_rebase, start_end_sort};
+const KindTraits kNvtxMarksTraits{"NVTX marks", nullptr, -1, colour, label, card, nullptr, rebase_location, nullptr, Marker::kDiamond};
+const KindTraits kNvtxRangesTraits{"NVTX ranges", nullptr, -1, colour, label, card, nullptr, rebase_location, nullptr};
+const KindTraits kNvtxStartEndTraits{"NVTX start/end ranges", nullptr, -1, colour, label, card, start_end_append, start_end_rebase, start_end_sort};
 
 }  // namespace detail
 }  // namespace tc::analysis::timeline

@@ -111,6 +111,6 @@ void location_card(const Timeline& tl, const Track& t, uint32_t i, Card& card) {
 
 void rebase_location(StoreMerge& sm, const Track&, uint32_t& ref, uint32_t, int64_t, int64_t) { ref = sm.loc(ref); }
 
-const KindTraits kRangesTraits{"ranges", colour, label, card, nullptr, rebase_location, nullptr};
+const KindTraits kRangesTraits{"ranges", nullptr, -1, colour, label, card, nullptr, rebase_location, nullptr};
 
 }  // namespace tc::analysis::timeline::detail

@@ -7,7 +7,7 @@ namespace tc::analysis::timeline::detail {
 
 Status read_steps(Load& ld) {
   auto q = ld.reader.query("SELECT utid, ts, dur, step, loc_id FROM steps ORDER BY ts, id");
-  while (q.next()) ld.add(&Load::LanePending::steps, q.i64(0), ld.tl.steps, Step{q.i64(1), q.i64(2), q.i64(3), q.i64(4)});
+  while (q.next()) ld.add(TrackKind::kSteps, q.i64(0), ld.tl.steps, Step{q.i64(1), q.i64(2), q.i64(3), q.i64(4)});
   return q.status();
 }
 
@@ -33,6 +33,6 @@ uint32_t append(StoreMerge& sm) {
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::steps, TrackKind::kSteps>;
-const KindTraits kStepsTraits{"steps", colour, label, card, append, Merge::rebase, Merge::sort};
+const KindTraits kStepsTraits{"steps", read_steps, 0, colour, label, card, append, Merge::rebase, Merge::sort};
 
 }  // namespace tc::analysis::timeline::detail
