@@ -14,22 +14,11 @@ Status read_compilations(Load& ld) {
       "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
       "diff FROM compilations ORDER BY ts, id");
   while (q.next()) {
-    Compilation c;
-    c.id = q.i64(0);
-    c.utid = q.i64(1);
-    c.ts = q.i64(2);
-    c.dur = q.i64(3);
-    c.graph_id = q.i64(4);
-    c.step = q.i64(5);
-    c.loc_id = q.i64(6);
-    c.nodes_before = q.i64(7);
-    c.nodes_after = q.i64(8);
-    c.kernels = q.i64(9);
-    c.reason_text = q.text(10);
-    c.reason = parse_compile_reason(c.reason_text);
-    c.trigger = q.text(11);
-    c.cache = q.text(12);
-    c.diff = q.text(13);
+    const std::string reason(q.text(10));
+    Compilation c{.id = q.i64(0), .utid = q.i64(1), .ts = q.i64(2), .dur = q.i64(3), .graph_id = q.i64(4), .step = q.i64(5),
+                  .loc_id = q.i64(6), .nodes_before = q.i64(7), .nodes_after = q.i64(8), .kernels = q.i64(9),
+                  .reason = parse_compile_reason(reason), .reason_text = reason, .trigger = std::string(q.text(11)),
+                  .cache = std::string(q.text(12)), .diff = std::string(q.text(13)), .inputs = {}};
     ld.add(TrackKind::kCompilations, c.utid, tl.compilations, std::move(c));
   }
   TC_RETURN_IF_ERROR(q.status());

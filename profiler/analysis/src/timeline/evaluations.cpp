@@ -9,16 +9,8 @@ namespace tc::analysis::timeline::detail {
 Status read_evaluations(Load& ld) {
   auto q = ld.reader.query("SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
   while (q.next()) {
-    Evaluation e;
-    e.id = q.i64(0);
-    e.utid = q.i64(1);
-    e.ts = q.i64(2);
-    e.dur = q.i64(3);
-    e.step = q.i64(4);
-    e.kind = q.text(5);
-    e.loc_id = q.i64(6);
-    e.nodes = q.i64(7);
-    e.graph_id = q.i64(8);
+    Evaluation e{.id = q.i64(0), .utid = q.i64(1), .ts = q.i64(2), .dur = q.i64(3), .step = q.i64(4), .loc_id = q.i64(6),
+                 .nodes = q.i64(7), .graph_id = q.i64(8), .kind = std::string(q.text(5))};
     ld.add(TrackKind::kEvaluations, e.utid, ld.tl.evaluations, std::move(e));
   }
   return q.status();

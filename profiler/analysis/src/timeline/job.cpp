@@ -217,11 +217,7 @@ void Merge::lanes() {
 
 // Memory: the fullest rank's live bytes at each sample of any rank.
 void Merge::memory() {
-  struct Sample {
-    int64_t ts;
-    size_t part;
-    double value;
-  };
+  struct Sample { int64_t ts; size_t part; double value; };
   std::vector<Sample> all;
   for (size_t s = 0; s < parts.size(); ++s) {
     const CounterSeries& c = (**parts[s].tl).memory;
