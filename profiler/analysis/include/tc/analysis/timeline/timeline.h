@@ -34,6 +34,8 @@ enum class TrackKind : uint8_t {
   kNvtxMarks,     // NVTX marks (instants rows of an NVTX site); ref = loc_id, arg = payload
   kNvtxRanges,    // NVTX push/pop ranges (ranges rows of an NVTX site); ref = loc_id, arg = payload
   kNvtxStartEnd,  // NVTX start/end ranges; ref indexes Timeline::nvtx_start_ends
+  // A new kind goes here, before kCollectives, the last value (the model
+  // counts the kinds by it); each kind is one file, src/timeline/<kind>.cpp.
   kCollectives,   // tc::dist collectives; ref indexes Timeline::collectives; depth 0: the transfers (arg 1), 1: the waits (arg 0)
 };
 const char* track_kind_name(TrackKind kind);
