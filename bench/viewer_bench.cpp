@@ -39,8 +39,7 @@
 
 #include "tc/viewer/demo_store.h"
 #include "tc/viewer/frame_cache.h"
-#include "tc/viewer/job_timeline.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 namespace {
 
@@ -186,7 +185,7 @@ void load_table(const std::string& cmd, int runs) {
               std::thread::hardware_concurrency());
 }
 
-// --ranks N: the stores of an N-rank job (tc::viewer::load_job_timeline),
+// --ranks N: the stores of an N-rank job (tc::analysis::timeline::load_job_timeline),
 // --events each, against one of them alone: the in-process frame rebuild and
 // the viewer's own timer, side by side.
 struct RankRow {
@@ -199,7 +198,7 @@ struct RankRow {
 RankRow measure_ranks(const std::vector<std::string>& paths, const std::string& viewer, const std::string& size, int frames, const std::string& png) {
   RankRow row;
   auto t = Clock::now();
-  auto tl = tc::viewer::load_job_timeline(paths);
+  auto tl = tc::analysis::timeline::load_job_timeline(paths);
   if (!tl.ok()) {
     std::fprintf(stderr, "%s\n", tl.status().message().c_str());
     return row;
@@ -333,7 +332,7 @@ int main(int argc, char** argv) {
 
   t = Clock::now();
   double cpu0 = cpu_s();
-  auto tl = tc::viewer::load_timeline(store);
+  auto tl = tc::analysis::timeline::load_timeline(store);
   if (!tl.ok()) return std::fprintf(stderr, "%s\n", tl.status().message().c_str()), 1;
   const double load_s = since(t), load_cpu_s = cpu_s() - cpu0;
 

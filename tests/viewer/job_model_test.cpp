@@ -1,4 +1,4 @@
-// A data-parallel job's stores on one axis (tc/viewer/job_timeline.h), on
+// A data-parallel job's stores on one axis (tc/analysis/timeline/job.h), on
 // rank stores written here (tests/analysis/rank_store.h) whose every time on
 // the aligned clock is known: rank 1's clock runs 5 ms behind rank 0's.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "tc/store/writer.h"
 #include "tc/analysis/job.h"
 #include "tc/viewer/frame_cache.h"
-#include "tc/viewer/job_timeline.h"
+#include "tc/viewer/model.h"
 #include "tc/viewer/lod.h"
 
 namespace tc::viewer {

@@ -13,7 +13,7 @@
 #include "support/json.h"
 #include "support/process.h"
 #include "tc/trace/trace.h"
-#include "tc/viewer/job_timeline.h"
+#include "tc/viewer/model.h"
 #include "viewer/screenshot_support.h"
 
 namespace tc::viewer {

@@ -10,7 +10,7 @@
 
 #include "tc/viewer/demo_store.h"
 #include "tc/viewer/lod.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer {
 namespace {

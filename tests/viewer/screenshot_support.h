@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "tc/viewer/palette.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer {
 

@@ -17,8 +17,7 @@
 
 #include "tc/viewer/demo_store.h"
 #include "viewer/screenshot_support.h"
-#include "tc/viewer/palette.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer {
 namespace {

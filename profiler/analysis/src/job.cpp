@@ -133,6 +133,60 @@ StatusOr<Loaded> load(const std::string& path, const Options& options, size_t in
 
 std::string of_job(const RankIdentity& id) { return id.job.empty() ? std::string() : " of job " + id.job; }
 
+// Each rank's own findings and notes, the same ones merged into one that
+// names its ranks.
+void merge_rank_findings(JobReport& job) {
+  // Each rank's own findings, the same ones merged.
+  struct Group {
+    const Finding* rep = nullptr;
+    int64_t rep_rank = 0;
+    std::set<int64_t> ranks;
+  };
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  std::vector<size_t> by_rank(job.stores.size());
+  for (size_t i = 0; i < job.stores.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return job.store_ranks[a].front() < job.store_ranks[b].front(); });
+  for (size_t i : by_rank) {
+    for (const Finding& f : job.reports[i].findings) {
+      auto key = std::make_pair(f.kind, f.identity.empty() ? f.title : f.identity);
+      auto [it, fresh] = groups.try_emplace(key);
+      if (fresh) order.push_back(key);
+      Group& g = it->second;
+      g.ranks.insert(job.store_ranks[i].begin(), job.store_ranks[i].end());
+      if (!g.rep || f.estimated_saving_s > g.rep->estimated_saving_s ||
+          (f.estimated_saving_s == g.rep->estimated_saving_s && static_cast<int>(f.severity) > static_cast<int>(g.rep->severity))) {
+        g.rep = &f;
+        g.rep_rank = job.store_ranks[i].front();
+      }
+    }
+  }
+  for (const auto& key : order) {
+    const Group& g = groups[key];
+    JobFinding jf;
+    jf.finding = *g.rep;
+    jf.ranks.assign(g.ranks.begin(), g.ranks.end());
+    jf.finding.title = rank_set(jf.ranks, job.ranks.size()) + ": " + g.rep->title;
+    jf.evidence_rank = g.rep_rank;
+    for (const RankSummary& s : job.ranks)
+      if (s.rank == g.rep_rank)
+        for (int64_t ts : jf.finding.anchors_ts) jf.aligned_anchors_ts.push_back(ts + s.clock_offset_ns);
+    job.findings.push_back(std::move(jf));
+  }
+  // The ranks' notes, the same sentence once with its ranks.
+  {
+    std::vector<std::string> texts;
+    std::map<std::string, std::set<int64_t>> on;
+    for (size_t i : by_rank) {
+      for (const std::string& n : job.reports[i].notes) {
+        if (on.find(n) == on.end()) texts.push_back(n);
+        on[n].insert(job.store_ranks[i].begin(), job.store_ranks[i].end());
+      }
+    }
+    for (const std::string& n : texts) job.notes.push_back(rank_set({on[n].begin(), on[n].end()}, job.ranks.size()) + ": " + n);
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& r) {
@@ -178,6 +232,45 @@ StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& r) {
   return out;
 }
 
+Status check_job_ranks(const std::vector<std::string>& paths, const std::vector<std::vector<RankIdentity>>& ranks,
+                       const std::string& alone) {
+  struct Who {
+    const RankIdentity* id;
+    size_t store;
+  };
+  std::vector<Who> who;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (ranks[i].empty() && paths.size() > 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    paths[i] + " names no rank: it was not recorded under an MPI launcher (no ranks row, no OMPI_COMM_WORLD_RANK or PMI_RANK in "
+                               "run_env); " + alone);
+    }
+    for (const RankIdentity& id : ranks[i]) who.push_back({&id, i});
+  }
+  for (size_t ai = 0; ai < who.size(); ++ai) {
+    for (size_t bi = 0; bi < ai; ++bi) {
+      const RankIdentity &a = *who[ai].id, &b = *who[bi].id;
+      const std::string &pa = paths[who[ai].store], &pb = paths[who[bi].store];
+      if (!a.job.empty() && !b.job.empty() && a.job != b.job) {
+        return Status(StatusCode::kInvalidArgument, pb + " is rank " + std::to_string(b.rank) + " of job " + b.job + " but " + pa + " is rank " +
+                                                        std::to_string(a.rank) + " of job " + a.job +
+                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
+      }
+      if (a.world_size > 0 && b.world_size > 0 && a.world_size != b.world_size) {
+        return Status(StatusCode::kInvalidArgument, pb + " says its job has " + std::to_string(b.world_size) + " ranks but " + pa + " says " +
+                                                        std::to_string(a.world_size) +
+                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
+      }
+      if (a.rank == b.rank) {
+        return Status(StatusCode::kInvalidArgument, (who[ai].store == who[bi].store ? pa + " holds rank " + std::to_string(a.rank) + " twice"
+                                                                                  : pb + " and " + pa + " are both rank " + std::to_string(a.rank) + of_job(a)) +
+                                                        ": give each rank's store once");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 std::string rank_set(const std::vector<int64_t>& ranks, size_t of) {
   if (ranks.size() == of && of > 1) return "all " + std::to_string(of) + " ranks";
   if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
@@ -212,6 +305,11 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
   JobReport job;
   job.stores = paths;
   // Which rank is which, and whether they belong together.
+  {
+    std::vector<std::vector<RankIdentity>> ranks;
+    for (auto& l : loaded) ranks.push_back((*l)->ranks);
+    TC_RETURN_IF_ERROR(check_job_ranks(paths, ranks, "analyse it on its own"));
+  }
   struct Who {
     RankIdentity id;
     size_t store;
@@ -220,12 +318,7 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
   std::vector<Who> who;
   for (size_t i = 0; i < paths.size(); ++i) {
     Loaded& l = **loaded[i];
-    if (l.ranks.empty()) {
-      if (paths.size() > 1) {
-        return Status(StatusCode::kInvalidArgument,
-                      paths[i] + " names no rank: it was not recorded under an MPI launcher (no ranks row, no OMPI_COMM_WORLD_RANK or PMI_RANK in "
-                                 "run_env); analyse it on its own");
-      }
+    if (l.ranks.empty()) {  // one store that names no rank: rank 0 of a world of 1
       l.data[0].id.rank = 0;
       l.data[0].id.world_size = 1;
       l.data[0].id.host = l.report.run.host;
@@ -233,27 +326,6 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
       continue;
     }
     for (size_t k = 0; k < l.data.size(); ++k) who.push_back({l.data[k].id, i, k});
-  }
-  for (const Who& a : who) {
-    for (const Who& b : who) {
-      if (&a == &b) break;
-      if (!a.id.job.empty() && !b.id.job.empty() && a.id.job != b.id.job) {
-        return Status(StatusCode::kInvalidArgument, paths[b.store] + " is rank " + std::to_string(b.id.rank) + " of job " + b.id.job + " but " +
-                                                        paths[a.store] + " is rank " + std::to_string(a.id.rank) + " of job " + a.id.job +
-                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
-      }
-      if (a.id.world_size > 0 && b.id.world_size > 0 && a.id.world_size != b.id.world_size) {
-        return Status(StatusCode::kInvalidArgument, paths[b.store] + " says its job has " + std::to_string(b.id.world_size) + " ranks but " +
-                                                        paths[a.store] + " says " + std::to_string(a.id.world_size) +
-                                                        ": the stores come from different jobs; give the stores of one run (run.rank*.tcdb)");
-      }
-      if (a.id.rank == b.id.rank) {
-        return Status(StatusCode::kInvalidArgument, (a.store == b.store ? paths[a.store] + " holds rank " + std::to_string(a.id.rank) + " twice"
-                                                                        : paths[b.store] + " and " + paths[a.store] + " are both rank " +
-                                                                              std::to_string(a.id.rank) + of_job(a.id)) +
-                                                        ": give each rank's store once");
-      }
-    }
   }
   std::sort(who.begin(), who.end(), [](const Who& a, const Who& b) { return a.id.rank < b.id.rank; });
   std::vector<RankData> data;
@@ -308,55 +380,7 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
     }
   }
 
-  // Each rank's own findings, the same ones merged.
-  struct Group {
-    const Finding* rep = nullptr;
-    int64_t rep_rank = 0;
-    std::set<int64_t> ranks;
-  };
-  std::vector<std::pair<std::string, std::string>> order;
-  std::map<std::pair<std::string, std::string>, Group> groups;
-  std::vector<size_t> by_rank(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i) by_rank[i] = i;
-  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return job.store_ranks[a].front() < job.store_ranks[b].front(); });
-  for (size_t i : by_rank) {
-    for (const Finding& f : job.reports[i].findings) {
-      auto key = std::make_pair(f.kind, f.identity.empty() ? f.title : f.identity);
-      auto [it, fresh] = groups.try_emplace(key);
-      if (fresh) order.push_back(key);
-      Group& g = it->second;
-      g.ranks.insert(job.store_ranks[i].begin(), job.store_ranks[i].end());
-      if (!g.rep || f.estimated_saving_s > g.rep->estimated_saving_s ||
-          (f.estimated_saving_s == g.rep->estimated_saving_s && static_cast<int>(f.severity) > static_cast<int>(g.rep->severity))) {
-        g.rep = &f;
-        g.rep_rank = job.store_ranks[i].front();
-      }
-    }
-  }
-  for (const auto& key : order) {
-    const Group& g = groups[key];
-    JobFinding jf;
-    jf.finding = *g.rep;
-    jf.ranks.assign(g.ranks.begin(), g.ranks.end());
-    jf.finding.title = rank_set(jf.ranks, job.ranks.size()) + ": " + g.rep->title;
-    jf.evidence_rank = g.rep_rank;
-    for (const RankSummary& s : job.ranks)
-      if (s.rank == g.rep_rank)
-        for (int64_t ts : jf.finding.anchors_ts) jf.aligned_anchors_ts.push_back(ts + s.clock_offset_ns);
-    job.findings.push_back(std::move(jf));
-  }
-  // The ranks' notes, the same sentence once with its ranks.
-  {
-    std::vector<std::string> texts;
-    std::map<std::string, std::set<int64_t>> on;
-    for (size_t i : by_rank) {
-      for (const std::string& n : job.reports[i].notes) {
-        if (on.find(n) == on.end()) texts.push_back(n);
-        on[n].insert(job.store_ranks[i].begin(), job.store_ranks[i].end());
-      }
-    }
-    for (const std::string& n : texts) job.notes.push_back(rank_set({on[n].begin(), on[n].end()}, job.ranks.size()) + ": " + n);
-  }
+  merge_rank_findings(job);
   add_distributed_findings(data, job);
   std::stable_sort(job.findings.begin(), job.findings.end(), [](const JobFinding& a, const JobFinding& b) {
     if (a.finding.estimated_saving_s != b.finding.estimated_saving_s) return a.finding.estimated_saving_s > b.finding.estimated_saving_s;

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "ranges_json.h"
 #include "tc/analysis/format.h"
+#include "tc/analysis/timeline/timeline.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis {
@@ -50,27 +51,14 @@ bool passes(const RangeFilter& f, const Site& s) {
 
 using Keys = std::map<std::tuple<std::string, std::string, bool>, int32_t>;
 
-// NVTX start/end ranges (schema v3) whose starts match `where` (SQL on s.*):
-// each start with its end (same process, same range_id; dur -1 when it never
-// ended), as f(utid, ts, loc_id, dur). A thread missing from `threads` is a
-// process of its own.
+// NVTX start/end ranges (schema v3), paired as the timeline pairs them, as
+// f(utid, ts, loc_id, dur) (dur -1 when it never ended).
 template <typename F>
-Status start_end_ranges(const store::Reader& r, const std::string& where, F&& f) {
-  if (!r.has(store::schema::nvtx_range_starts, "range_id") || !r.has(store::schema::nvtx_range_ends, "range_id")) return Status::Ok();
-  auto upid = [](const char* t) { return "coalesce((SELECT t.upid FROM threads t WHERE t.utid = " + std::string(t) + ".utid), -" + t + ".utid)"; };
-  std::map<std::pair<int64_t, int64_t>, int64_t> ends;  // (upid, range_id) -> ts of its first end
-  auto e = r.query("SELECT " + upid("e") + ", e.range_id, e.ts FROM nvtx_range_ends e");
-  while (e.next()) {
-    auto [it, added] = ends.try_emplace({e.i64(0), e.i64(1)}, e.i64(2));
-    if (!added) it->second = std::min(it->second, e.i64(2));
-  }
-  TC_RETURN_IF_ERROR(e.status());
-  auto s = r.query("SELECT " + upid("s") + ", s.range_id, s.ts, s.utid, s.loc_id FROM nvtx_range_starts s" + (where.empty() ? "" : " WHERE " + where));
-  while (s.next()) {
-    auto end = ends.find({s.i64(0), s.i64(1)});
-    f(s.i64(3), s.i64(2), s.i64(4), end == ends.end() ? int64_t{-1} : std::max<int64_t>(0, end->second - s.i64(2)));
-  }
-  return s.status();
+Status start_end_ranges(const store::Reader& r, F&& f) {
+  auto pairs = timeline::read_nvtx_start_ends(r);
+  if (!pairs.ok()) return pairs.status();
+  for (const timeline::NvtxStartEnd& se : *pairs) f(se.utid, se.ts, se.loc_id, se.cut ? int64_t{-1} : se.end - se.ts);
+  return Status::Ok();
 }
 
 // Every location, with the group of (name, domain, kind) it belongs to.
@@ -98,6 +86,96 @@ struct Sites {
     return k->second;
   }
 };
+
+// Each group's statistics from its durations, largest total first.
+void finish_groups(const Keys& range_keys, std::vector<Group>& groups, RangeTable& t) {
+  for (const auto& [key, index] : range_keys) {
+    Group& g = groups[static_cast<size_t>(index)];
+    RangeStats& st = g.stats;
+    st.name = std::get<0>(key);
+    st.domain = std::get<1>(key);
+    st.kind = std::get<2>(key) ? "nvtx" : "tc";
+    st.threads = static_cast<int64_t>(g.utids.size());
+    if (!g.durs.empty()) {
+      st.min_ns = *std::min_element(g.durs.begin(), g.durs.end());
+      st.max_ns = *std::max_element(g.durs.begin(), g.durs.end());
+      for (int64_t d : g.durs) st.total_ns += d;
+      st.mean_ns = st.total_ns / static_cast<int64_t>(g.durs.size());
+      st.p50_ns = nearest_rank(g.durs, 0.5);
+      st.p99_ns = nearest_rank(g.durs, 0.99);
+    }
+    t.range_count += st.count;
+    t.cut_count += st.cut;
+    t.ranges.push_back(std::move(st));
+  }
+  std::sort(t.ranges.begin(), t.ranges.end(), [](const RangeStats& a, const RangeStats& b) {
+    return std::tie(b.total_ns, b.count, a.name, a.domain, a.kind) < std::tie(a.total_ns, a.count, b.name, b.domain, b.kind);
+  });
+}
+
+// Marks: counted per thread and location in one pass.
+Status count_marks(const store::Reader& r, const RangeFilter& filter, Sites& sites, std::map<int64_t, ThreadStats>& threads, RangeTable& t) {
+  Keys mark_keys;
+  std::unordered_map<int64_t, int32_t> mark_group;
+  std::vector<int64_t> mark_counts;
+  auto m = r.query("SELECT utid, loc_id FROM instants");
+  int64_t mark_loc = 0, mark_utid = 0;
+  int32_t g = -2;
+  ThreadStats* thread = nullptr;
+  while (m.next()) {
+    int64_t loc = m.i64(1), utid = m.i64(0);
+    if (g == -2 || loc != mark_loc) {
+      auto it = mark_group.find(loc);
+      g = it != mark_group.end() ? it->second : (mark_group[loc] = sites.group(loc, filter, mark_keys));
+      mark_loc = loc;
+    }
+    if (g < 0) continue;
+    if (mark_counts.size() < mark_keys.size()) mark_counts.resize(mark_keys.size(), 0);
+    mark_counts[static_cast<size_t>(g)] += 1;
+    if (thread == nullptr || utid != mark_utid) thread = &threads[utid], mark_utid = utid;
+    thread->marks += 1;
+  }
+  TC_RETURN_IF_ERROR(m.status());
+  for (const auto& [key, index] : mark_keys) {
+    MarkStats s{std::get<0>(key), std::get<1>(key), std::get<2>(key) ? "nvtx" : "tc", mark_counts[static_cast<size_t>(index)]};
+    t.mark_count += s.count;
+    t.marks.push_back(std::move(s));
+  }
+  std::sort(t.marks.begin(), t.marks.end(), [](const MarkStats& a, const MarkStats& b) {
+    return std::tie(b.count, a.name, a.domain, a.kind) < std::tie(a.count, b.name, b.domain, b.kind);
+  });
+  return Status::Ok();
+}
+
+// Threads: pid, tid and name; a thread that another one named (nvtxNameOsThread) takes that name.
+Status name_threads(const store::Reader& r, StoreText& text, std::map<int64_t, ThreadStats>& threads, RangeTable& t) {
+  if (!threads.empty()) {
+    std::map<std::pair<int64_t, int64_t>, std::string> nvtx_names;  // (upid, tid) -> last name given
+    if (r.has(store::schema::nvtx_thread_names, "name")) {
+      for (auto n = r.query("SELECT t.upid, n.tid, n.name FROM nvtx_thread_names n JOIN threads t ON t.utid = n.utid ORDER BY n.id"); n.next();)
+        nvtx_names[{n.i64(0), n.i64(1)}] = text(n.text(2));
+    }
+    auto th = r.query("SELECT t.utid, coalesce(p.pid, 0), t.tid, t.name, t.upid FROM threads t LEFT JOIN processes p ON p.upid = t.upid");
+    while (th.next()) {
+      auto it = threads.find(th.i64(0));
+      if (it == threads.end()) continue;
+      ThreadStats& ts = it->second;
+      ts.pid = th.i64(1);
+      ts.tid = th.i64(2);
+      ts.name = text(th.text(3));
+      if (ts.name.empty()) {
+        auto named = nvtx_names.find({th.i64(4), ts.tid});
+        if (named != nvtx_names.end()) ts.name = named->second;
+      }
+    }
+    TC_RETURN_IF_ERROR(th.status());
+    for (auto& [utid, ts] : threads) {
+      ts.utid = utid;
+      t.threads.push_back(std::move(ts));
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -177,7 +255,7 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
   }
   by_thread.clear();
 
-  TC_RETURN_IF_ERROR(start_end_ranges(r, "", [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
+  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
     int32_t g = group_of(loc);
     if (g < 0) return;
     grow();
@@ -193,86 +271,10 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
     }
   }));
 
-  for (const auto& [key, index] : range_keys) {
-    Group& g = groups[static_cast<size_t>(index)];
-    RangeStats& st = g.stats;
-    st.name = std::get<0>(key);
-    st.domain = std::get<1>(key);
-    st.kind = std::get<2>(key) ? "nvtx" : "tc";
-    st.threads = static_cast<int64_t>(g.utids.size());
-    if (!g.durs.empty()) {
-      st.min_ns = *std::min_element(g.durs.begin(), g.durs.end());
-      st.max_ns = *std::max_element(g.durs.begin(), g.durs.end());
-      for (int64_t d : g.durs) st.total_ns += d;
-      st.mean_ns = st.total_ns / static_cast<int64_t>(g.durs.size());
-      st.p50_ns = nearest_rank(g.durs, 0.5);
-      st.p99_ns = nearest_rank(g.durs, 0.99);
-    }
-    t.range_count += st.count;
-    t.cut_count += st.cut;
-    t.ranges.push_back(std::move(st));
-  }
-  std::sort(t.ranges.begin(), t.ranges.end(), [](const RangeStats& a, const RangeStats& b) {
-    return std::tie(b.total_ns, b.count, a.name, a.domain, a.kind) < std::tie(a.total_ns, a.count, b.name, b.domain, b.kind);
-  });
+  finish_groups(range_keys, groups, t);
 
-  // Marks: counted per thread and location in one pass.
-  Keys mark_keys;
-  std::unordered_map<int64_t, int32_t> mark_group;
-  std::vector<int64_t> mark_counts;
-  auto m = r.query("SELECT utid, loc_id FROM instants");
-  int64_t mark_loc = 0, mark_utid = 0;
-  int32_t g = -2;
-  ThreadStats* thread = nullptr;
-  while (m.next()) {
-    int64_t loc = m.i64(1), utid = m.i64(0);
-    if (g == -2 || loc != mark_loc) {
-      auto it = mark_group.find(loc);
-      g = it != mark_group.end() ? it->second : (mark_group[loc] = sites.group(loc, filter, mark_keys));
-      mark_loc = loc;
-    }
-    if (g < 0) continue;
-    if (mark_counts.size() < mark_keys.size()) mark_counts.resize(mark_keys.size(), 0);
-    mark_counts[static_cast<size_t>(g)] += 1;
-    if (thread == nullptr || utid != mark_utid) thread = &threads[utid], mark_utid = utid;
-    thread->marks += 1;
-  }
-  TC_RETURN_IF_ERROR(m.status());
-  for (const auto& [key, index] : mark_keys) {
-    MarkStats s{std::get<0>(key), std::get<1>(key), std::get<2>(key) ? "nvtx" : "tc", mark_counts[static_cast<size_t>(index)]};
-    t.mark_count += s.count;
-    t.marks.push_back(std::move(s));
-  }
-  std::sort(t.marks.begin(), t.marks.end(), [](const MarkStats& a, const MarkStats& b) {
-    return std::tie(b.count, a.name, a.domain, a.kind) < std::tie(a.count, b.name, b.domain, b.kind);
-  });
-
-  // Threads: pid, tid and name; a thread that another one named (nvtxNameOsThread) takes that name.
-  if (!threads.empty()) {
-    std::map<std::pair<int64_t, int64_t>, std::string> nvtx_names;  // (upid, tid) -> last name given
-    if (r.has(store::schema::nvtx_thread_names, "name")) {
-      for (auto n = r.query("SELECT t.upid, n.tid, n.name FROM nvtx_thread_names n JOIN threads t ON t.utid = n.utid ORDER BY n.id"); n.next();)
-        nvtx_names[{n.i64(0), n.i64(1)}] = text(n.text(2));
-    }
-    auto th = r.query("SELECT t.utid, coalesce(p.pid, 0), t.tid, t.name, t.upid FROM threads t LEFT JOIN processes p ON p.upid = t.upid");
-    while (th.next()) {
-      auto it = threads.find(th.i64(0));
-      if (it == threads.end()) continue;
-      ThreadStats& ts = it->second;
-      ts.pid = th.i64(1);
-      ts.tid = th.i64(2);
-      ts.name = text(th.text(3));
-      if (ts.name.empty()) {
-        auto named = nvtx_names.find({th.i64(4), ts.tid});
-        if (named != nvtx_names.end()) ts.name = named->second;
-      }
-    }
-    TC_RETURN_IF_ERROR(th.status());
-    for (auto& [utid, ts] : threads) {
-      ts.utid = utid;
-      t.threads.push_back(std::move(ts));
-    }
-  }
+  TC_RETURN_IF_ERROR(count_marks(r, filter, sites, threads, t));
+  TC_RETURN_IF_ERROR(name_threads(r, text, threads, t));
   return t;
 }
 
@@ -315,16 +317,18 @@ std::string ranges_json(const RangeTable& t, size_t top) {
 StatusOr<std::vector<RangeOccurrence>> range_occurrences(const store::Reader& r, const std::string& name) {
   // The locations of that name, matched here rather than in SQL: a name may hold any byte.
   std::string locs;
+  std::set<int64_t> wanted;
   for (auto q = r.query("SELECT id, name FROM locations"); q.next();) {
-    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0));
+    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0)), wanted.insert(q.i64(0));
   }
   std::vector<RangeOccurrence> out;
   if (locs.empty()) return out;
   auto q = r.query("SELECT utid, ts, dur FROM ranges WHERE loc_id IN (" + locs + ")");
   while (q.next()) out.push_back({q.i64(0), q.i64(1), q.i64(2) < 0 ? -1 : q.i64(2)});
   TC_RETURN_IF_ERROR(q.status());
-  TC_RETURN_IF_ERROR(start_end_ranges(r, "s.loc_id IN (" + locs + ")",
-                                      [&](int64_t utid, int64_t ts, int64_t, int64_t dur) { out.push_back({utid, ts, dur}); }));
+  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t ts, int64_t loc, int64_t dur) {
+    if (wanted.count(loc)) out.push_back({utid, ts, dur});
+  }));
   std::sort(out.begin(), out.end(), [](const RangeOccurrence& a, const RangeOccurrence& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
   return out;
 }

@@ -13,7 +13,7 @@
 #include "tc/analysis/report.h"
 #include "tc/viewer/frame_cache.h"
 #include "tc/viewer/lod.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 struct ImVec2;
 struct ImDrawList;
@@ -54,7 +54,7 @@ class Document {
  public:
   enum class State { kEmpty, kLoading, kReady, kFailed };
 
-  // Starts loading path (or a job's stores, tc/viewer/job_timeline.h) on a
+  // Starts loading path (or a job's stores, tc/analysis/timeline/job.h) on a
   // worker thread; the previous store stays until then.
   void open(const std::string& path) { open(std::vector<std::string>{path}); }
   void open(const std::vector<std::string>& paths);
@@ -193,7 +193,6 @@ void end_opaque(ImDrawList* dl);
 void release_gl_state();  // before the OpenGL context goes
 
 // Formatting shared by windows.
-std::string format_duration(int64_t ns);
 std::string format_bytes(double bytes);
 std::string format_time(const Timeline& tl, int64_t ts);  // seconds since the run's start
 

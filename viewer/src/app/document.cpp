@@ -5,7 +5,7 @@
 
 #include "app.h"
 #include "tc/analysis/job.h"
-#include "tc/viewer/job_timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer::app {
 
@@ -232,17 +232,6 @@ void Document::select_finding(int i) {
     const int64_t pad = std::max<int64_t>((t1 - t0) / 10, 1000);
     set_view(t0 - pad, t1 + pad);
   }
-}
-
-std::string format_duration(int64_t ns) {
-  char buf[64];
-  double v = static_cast<double>(ns);
-  if (ns < 0) return "unfinished";
-  if (v < 1e3) std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
-  else if (v < 1e6) std::snprintf(buf, sizeof buf, "%.2f us", v / 1e3);
-  else if (v < 1e9) std::snprintf(buf, sizeof buf, "%.2f ms", v / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
-  return buf;
 }
 
 std::string format_bytes(double b) {

@@ -16,7 +16,7 @@
 
 #include "app.h"
 #include "screenshot.h"
-#include "tc/viewer/palette.h"
+#include "tc/viewer/model.h"
 
 namespace {
 

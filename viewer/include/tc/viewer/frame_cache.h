@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tc/viewer/lod.h"
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer {
 

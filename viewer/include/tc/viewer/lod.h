@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tc/viewer/timeline.h"
+#include "tc/viewer/model.h"
 
 namespace tc::viewer {
 

@@ -49,6 +49,14 @@ struct RankIdentity {
 // run_env, else none.
 StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& store);
 
+// Refuses, with one kInvalidArgument line, stores that are not one job:
+// ranks[i] are the ranks paths[i] names (store_ranks). Among several stores,
+// one that names none ("...; " + alone, e.g. "analyse it on its own"); stores
+// of different jobs (job id or world size); a rank given twice. analyze_job
+// and the timeline's job merge (timeline/job.h) refuse through here.
+Status check_job_ranks(const std::vector<std::string>& paths, const std::vector<std::vector<RankIdentity>>& ranks,
+                       const std::string& alone);
+
 struct RankSummary {
   int64_t rank = 0;
   std::string store;  // the path it was read from

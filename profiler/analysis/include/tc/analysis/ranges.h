@@ -10,7 +10,8 @@
 // - push/pop ranges and tc's ranges: rows of `ranges`; dur = -1 is a cut
 //   range (still open when its thread or process ended);
 // - NVTX start/end ranges: `nvtx_range_starts` matched to `nvtx_range_ends`
-//   by process (threads.upid) and range_id; a start without an end is cut;
+//   by process (threads.upid) and range_id, as the timeline model pairs them
+//   (timeline::read_nvtx_start_ends); a start without an end is cut;
 // - marks: rows of `instants` (NVTX marks and tc's instants).
 // A location whose file is 'nvtx' is an NVTX site: its name is the message
 // and its function the domain ('' for NVTX's default domain). Every other

@@ -1,7 +1,7 @@
-// tc/viewer/job_timeline.h: the stores of one data-parallel job (tc::dist
+// tc/analysis/timeline/job.h: the stores of one data-parallel job (tc::dist
 // under mpirun: run.rank0.tcdb, run.rank1.tcdb, ...) on one time axis.
 //
-//   auto tl = tc::viewer::load_job_timeline({"run.rank0.tcdb", "run.rank1.tcdb"});
+//   auto tl = tc::analysis::timeline::load_job_timeline({"run.rank0.tcdb", "run.rank1.tcdb"});
 //   if (!tl.ok()) show(tl.status().message());           // one line, never a crash
 //   for (const RankGroup& g : tl->ranks)                  // ascending rank
 //     for (size_t l = g.first_lane; l < g.first_lane + g.lane_count; ++l) draw(tl->lanes[l]);
@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "tc/viewer/timeline.h"
+#include "tc/analysis/timeline/timeline.h"
 
-namespace tc::viewer {
+namespace tc::analysis::timeline {
 
 // Loads the stores (in parallel) into one Timeline. One store of at most one
 // rank loads as load_timeline does (Timeline::ranks empty).
@@ -54,4 +54,4 @@ void settle_collectives(Timeline* tl);
 // straggler caused). False when there are no anchors.
 bool anchor_extent(const Timeline& tl, const std::vector<int64_t>& anchors_ts, int64_t* t0, int64_t* t1);
 
-}  // namespace tc::viewer
+}  // namespace tc::analysis::timeline

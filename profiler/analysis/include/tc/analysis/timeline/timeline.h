@@ -1,8 +1,8 @@
-// tc/viewer/timeline.h: a store loaded into plain, time-sorted arrays for the
+// tc/analysis/timeline/timeline.h: a store loaded into plain, time-sorted arrays for the
 // timeline. No GUI here: tests and benchmarks use it without a display.
 //
 //   auto reader = tc::store::Reader::open("run.tcdb");
-//   auto tl = tc::viewer::load_timeline(*reader);      // off the drawing path
+//   auto tl = tc::analysis::timeline::load_timeline(*reader);      // off the drawing path
 //   if (!tl.ok()) show(tl.status().message());          // one line, never a crash
 //   for (const Lane& lane : tl->lanes) for (const Track& t : lane.tracks) ...
 //
@@ -25,15 +25,17 @@
 
 #include "tc/store/reader.h"
 #include "tc/store/status.h"
-#include "tc/viewer/palette.h"
+#include "tc/analysis/timeline/palette.h"
 
-namespace tc::viewer {
+namespace tc::analysis::timeline {
 
 enum class TrackKind : uint8_t {
   kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels,
   kNvtxMarks,     // NVTX marks (instants rows of an NVTX site); ref = loc_id, arg = payload
   kNvtxRanges,    // NVTX push/pop ranges (ranges rows of an NVTX site); ref = loc_id, arg = payload
   kNvtxStartEnd,  // NVTX start/end ranges; ref indexes Timeline::nvtx_start_ends
+  // A new kind goes here, before kCollectives, the last value (the model
+  // counts the kinds by it); each kind is one file, src/timeline/<kind>.cpp.
   kCollectives,   // tc::dist collectives; ref indexes Timeline::collectives; depth 0: the transfers (arg 1), 1: the waits (arg 0)
 };
 const char* track_kind_name(TrackKind kind);
@@ -115,7 +117,7 @@ struct NvtxStartEnd {
 // A data-parallel collective (the collectives table): ts is when this rank
 // arrived. Its thread's rows draw [ts, ts + wait) as waiting for the last
 // rank and the rest as the transfer (wait 0 when no other rank's store is
-// loaded; see settle_collectives in job_timeline.h).
+// loaded; see settle_collectives in timeline/job.h).
 struct Collective {
   int64_t ts = 0, dur = 0, step = 0, seq = 0, bytes = 0, tensors = 0, loc_id = 0, utid = 0;
   std::string op;
@@ -181,7 +183,7 @@ struct CounterSeries {
   void min_max(size_t first, size_t last, double* lo, double* hi) const;
 };
 
-// One rank of a job (tc/viewer/job_timeline.h): its lanes are
+// One rank of a job (tc/analysis/timeline/job.h): its lanes are
 // Timeline::lanes[first_lane, first_lane + lane_count), drawn as one group.
 struct RankGroup {
   int64_t rank = -1;        // -1: the lanes of a store's processes that are no rank
@@ -248,6 +250,31 @@ palette::Rgb site_colour(const Timeline& tl, int64_t loc_id);
 // run's source line, a range's site (or its NVTX colour).
 palette::Rgb event_colour(const Timeline& tl, const Track& t, uint32_t i);
 
+// The text drawn on event i of track t when it has room: "step 3",
+// "compile g2 shape_change", a range's name ("(cut)" after a cut one), ...
+std::string event_label(const Timeline& tl, const Track& t, uint32_t i);
+
+// How a kind's events are marked beyond their extent, so that a short one
+// still shows: a triangle at the start (explicit evaluations, instants) or a
+// diamond across the track (NVTX marks).
+enum class Marker : uint8_t { kNone, kTriangle, kDiamond };
+Marker track_marker(TrackKind kind);
+
+// One line of an event's hover card: what the event is, in words.
+struct CardLine {
+  enum class Style : uint8_t { kText, kDisabled, kColoured };
+  Style style = Style::kText;
+  float rgba[4] = {1, 1, 1, 1};  // kColoured: 0..1 per channel
+  std::string text;
+};
+// The hover card of event i of track t (of lane), each kind's own lines;
+// the viewer adds the merged count above and the time below.
+std::vector<CardLine> event_card(const Timeline& tl, const Lane& lane, const Track& t, uint32_t i);
+
+// A duration as the timeline writes it: "850 ns", "12.50 us", "3.20 ms",
+// "1.500 s"; "unfinished" when negative.
+std::string format_duration(int64_t ns);
+
 struct LoadOptions {
   // Threads that read the ranges table in parallel, each with its own Reader
   // (0: one per hardware thread, at most 8).
@@ -283,6 +310,18 @@ struct EventStats {
 };
 std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by);
 
+// NVTX (schema v3), read here for the timeline, the Chrome export and
+// tc-analyze ranges alike; nothing for an older store. read_nvtx_sites fills
+// tl's nvtx_domains, nvtx_sites, nvtx_site_of and nvtx_real_payloads (a
+// category's name: its nvtx_categories row of the site's own process, else
+// of any). read_nvtx_start_ends gives every start of nvtx_range_starts, by
+// (ts, id), with its end: the first nvtx_range_ends row of the same process
+// (threads.upid; a thread missing from threads is a process of its own) and
+// range_id at or after the start that no earlier start took. A start without
+// one is cut (end = ts, end_utid = utid).
+Status read_nvtx_sites(const store::Reader& reader, Timeline* tl);
+StatusOr<std::vector<NvtxStartEnd>> read_nvtx_start_ends(const store::Reader& reader);
+
 // Reads everything the timeline shows. Errors are one-line Status messages.
 StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions& options = {});
 // Reader::open then load_timeline.
@@ -294,4 +333,4 @@ uint64_t new_load_id();
 // "file.py:42" style call site of a location, or "?".
 std::string call_site(const Timeline& tl, int64_t loc_id);
 
-}  // namespace tc::viewer
+}  // namespace tc::analysis::timeline

@@ -1,11 +1,11 @@
-// tc/viewer/palette.h: the timeline's colours, one place for the viewer and
+// tc/analysis/timeline/palette.h: the timeline's colours, one place for the viewer and
 // for the tests that look for them in a screenshot. Items are drawn flat (no
 // blending), so these exact RGB values appear in the picture.
 #pragma once
 
 #include <cstdint>
 
-namespace tc::viewer::palette {
+namespace tc::analysis::timeline::palette {
 
 struct Rgb {
   uint8_t r, g, b;
@@ -55,4 +55,4 @@ inline constexpr Rgb range_colour(int64_t loc_id) {
   return kRanges[(static_cast<uint64_t>(loc_id) * 2654435761u >> 3) % (sizeof kRanges / sizeof kRanges[0])];
 }
 
-}  // namespace tc::viewer::palette
+}  // namespace tc::analysis::timeline::palette

@@ -1,0 +1,76 @@
+// The compilations track: each graph compiled (compilations), with what
+// changed in its inputs (compilation_inputs) for a shape change.
+#include <map>
+
+#include "kinds.h"
+#include "load.h"
+#include "tc/store/schema.h"
+
+namespace tc::analysis::timeline::detail {
+
+Status read_compilations(Load& ld) {
+  Timeline& tl = ld.tl;
+  auto q = ld.reader.query(
+      "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
+      "diff FROM compilations ORDER BY ts, id");
+  while (q.next()) {
+    const std::string reason(q.text(10));
+    Compilation c{.id = q.i64(0), .utid = q.i64(1), .ts = q.i64(2), .dur = q.i64(3), .graph_id = q.i64(4), .step = q.i64(5),
+                  .loc_id = q.i64(6), .nodes_before = q.i64(7), .nodes_after = q.i64(8), .kernels = q.i64(9),
+                  .reason = parse_compile_reason(reason), .reason_text = reason, .trigger = std::string(q.text(11)),
+                  .cache = std::string(q.text(12)), .diff = std::string(q.text(13)), .inputs = {}};
+    ld.add(TrackKind::kCompilations, c.utid, tl.compilations, std::move(c));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
+  std::map<int64_t, size_t> by_graph;  // graph_id -> compilation
+  for (size_t i = 0; i < tl.compilations.size(); ++i) by_graph.emplace(tl.compilations[i].graph_id, i);
+  auto in = ld.reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+  while (in.next()) {
+    auto it = by_graph.find(in.i64(0));
+    if (it == by_graph.end()) continue;
+    tl.compilations[it->second].inputs.push_back({std::string(in.text(1)), in.i64(2), in.i64(3), in.i64(4)});
+  }
+  TC_RETURN_IF_ERROR(in.status());
+  return Status::Ok();
+}
+
+namespace {
+
+palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
+  switch (tl.compilations[t.ref[i]].reason) {
+    case CompileReason::kFirst: return palette::kCompileFirst;
+    case CompileReason::kShapeChange: return palette::kCompileShape;
+    case CompileReason::kStructureChange: return palette::kCompileStructure;
+    case CompileReason::kOther: return palette::kCompileOther;
+  }
+  return palette::kCompileOther;
+}
+
+std::string label(const Timeline& tl, const Track& t, uint32_t i) {
+  const Compilation& c = tl.compilations[t.ref[i]];
+  return "compile g" + std::to_string(c.graph_id) + " " + c.reason_text;
+}
+
+void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
+  const Compilation& c = tl.compilations[t.ref[i]];
+  bool re = c.reason != CompileReason::kFirst;
+  card.text("%s of graph %lld", re ? "Recompilation" : "Compilation", static_cast<long long>(c.graph_id));
+  card.text("reason: %s   trigger: %s", c.reason_text.c_str(), c.trigger.c_str());
+  for (const InputChange& in : c.inputs) {
+    card.coloured(1, 0.45f, 0.4f, "input %s, dim %lld: %lld -> %lld", in.input.c_str(), static_cast<long long>(in.dim),
+                  static_cast<long long>(in.old_value), static_cast<long long>(in.new_value));
+  }
+  if (!c.diff.empty()) card.text("differs: %s", c.diff.c_str());
+  card.text("took %s in step %lld (cache: %s)", format_duration(c.dur).c_str(), static_cast<long long>(c.step), c.cache.c_str());
+  card.text("nodes %lld -> %lld after passes, %lld kernels", static_cast<long long>(c.nodes_before), static_cast<long long>(c.nodes_after),
+            static_cast<long long>(c.kernels));
+  card.text("graph cut at %s", call_site(tl, c.loc_id).c_str());
+}
+
+}  // namespace
+
+using Merge = RecordMerge<&Timeline::compilations, TrackKind::kCompilations>;
+const KindTraits kCompilationsTraits{"compilations", read_compilations, 1, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
+
+}  // namespace tc::analysis::timeline::detail
