@@ -174,7 +174,7 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
   std::sort(durs.begin(), durs.end());
   s.step_p50_s = nearest_rank_s(durs, 0.5);
   s.step_p99_s = nearest_rank_s(durs, 0.99);
-  // What a framework importer skipped (tc/collect/import.h): one line each.
+  // What a framework importer skipped (tc/import/import.h): one line each.
   if (r.has(store::schema::framework_imports, "framework")) {
     for (auto f = r.query("SELECT framework, unknown_kinds, malformed, truncated, note FROM framework_imports ORDER BY id"); f.next();) {
       std::string what;

@@ -183,7 +183,7 @@ constexpr std::string_view column_type(trace::FieldType t) {
 }
 
 // Columns of record tables that no record carries: what the framework
-// importers (tc/collect/import.h) fill, with the value tc's own rows get.
+// importers (tc/import/import.h) fill, with the value tc's own rows get.
 constexpr StoreColumn kStoreColumns[] = {
     {"steps", {"framework", "TEXT", "who counted the step: 'tc' (tc::mark_step()), 'torch' (optimizer.step(), through tc's Python start-up hook), 'torch_xla' (torch_xla.sync(), so xm.mark_step(), through the hook) or 'jax' (a call of the jitted function called most, through the hook)", 4}, "tc"},
     {"compilations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (imported from its TORCH_TRACE log at the end of the run), 'torch_xla' (from the PyTorch/XLA log of tc's Python hook and PyTorch/XLA's debug output) or 'jax' (from the JAX log of tc's Python hook)", 4}, "tc"},
