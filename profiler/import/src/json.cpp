@@ -130,7 +130,8 @@ std::optional<std::string> python_compatible(std::string_view text) {
 
 class Converter {
  public:
-  explicit Converter(Limits limits) : limits_(limits) {}
+  // rewritten: the text is python_compatible()'s, so its NaN string stands for a number.
+  Converter(Limits limits, bool rewritten) : limits_(limits), rewritten_(rewritten) {}
 
   bool convert(simdjson::dom::element e, Value& v, size_t depth) {
     if (depth > limits_.max_depth) return fail("nested too deeply");
@@ -172,7 +173,7 @@ class Converter {
         return true;
       case simdjson::dom::element_type::STRING: {
         std::string_view s = e.get_string().value_unsafe();
-        if (s == kNotANumberValue) {
+        if (rewritten_ && s == kNotANumberValue) {  // a program's own "\u0000NaN" stays a string
           v.type = Value::kNumber;
           v.n = std::nan("");
           return true;
@@ -199,6 +200,7 @@ class Converter {
     return false;
   }
   Limits limits_;
+  bool rewritten_;
 };
 
 }  // namespace
@@ -216,7 +218,7 @@ std::optional<Value> parse(std::string_view text, std::string* error, Limits lim
     if (error) *error = simdjson::error_message(code);
     return std::nullopt;
   }
-  Converter c(limits);
+  Converter c(limits, rewritten.has_value() && code == simdjson::SUCCESS);
   Value v;
   if (!c.convert(root, v, 0)) {
     if (error) *error = c.error;
