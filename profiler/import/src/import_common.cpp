@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -173,8 +174,15 @@ StatusOr<ImportSummary> import_dir(Importer& im, const char* function, const std
   std::vector<std::string> logs = list_logs(dir, prefix);
   if (logs.empty()) return im.summary();
   keep_first(logs, im.max_files(), what, im.summary());
-  for (const std::string& n : logs) im.read_file(dir + "/" + n, pid_in_name(n, prefix));
-  im.read_extra(dir);
+  for (const std::string& n : logs) {
+    if (stop_requested()) break;
+    im.read_file(dir + "/" + n, pid_in_name(n, prefix));
+  }
+  if (!stop_requested()) im.read_extra(dir);
+  if (stop_requested()) {
+    im.summary().stopped = true;
+    im.note("the import was stopped by a signal: what was read before it was imported");
+  }
   TC_RETURN_IF_ERROR(im.write(dir));
   return im.summary();
 }
@@ -182,6 +190,14 @@ StatusOr<ImportSummary> import_dir(Importer& im, const char* function, const std
 }  // namespace tc::import::import_common
 
 namespace tc::import {
+
+namespace {
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+}  // namespace
+
+void request_stop() noexcept { g_stop.store(true, std::memory_order_relaxed); }
+bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
 
 std::string describe_skipped(const ImportSummary& s) {
   std::string what;

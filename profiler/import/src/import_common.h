@@ -39,12 +39,13 @@ std::string larger_than_note(const std::string& path, uint64_t cap);
 // `text`. Returns whether there was one; *partial (if given): that line.
 bool drop_cut_line(std::string_view& text, std::string_view* partial = nullptr);
 
-// The lines of `text` that end in '\n', in order, without it.
+// The lines of `text` that end in '\n', in order, without it; none more once
+// request_stop() was called.
 class Lines {
  public:
   explicit Lines(std::string_view text) : text_(text) {}
   bool next(std::string_view& line) {
-    if (at_ >= text_.size()) return false;
+    if (at_ >= text_.size() || stop_requested()) return false;
     size_t nl = text_.find('\n', at_);
     if (nl == std::string_view::npos) return false;  // a cut last line
     line = text_.substr(at_, nl - at_);

@@ -114,6 +114,7 @@ struct ImportSummary {
   int64_t unknown_kinds = 0, malformed = 0;
   bool truncated = false;
   std::string note;
+  bool stopped = false;  // request_stop() ended it early: the rows before it were written
   int64_t last_graph_id = 0;       // the highest graph id it used (0: none)
   uint32_t last_location_id = 0;   // the highest location id it used (0: none)
 };
@@ -130,6 +131,13 @@ StatusOr<ImportSummary> import_jax_log(const std::string& dir, ImportTarget& tar
 // pt_xla_debug.txt (PyTorch/XLA's debug output) when there. A directory that
 // is missing or holds no log writes nothing and returns files = 0.
 StatusOr<ImportSummary> import_xla_log(const std::string& dir, ImportTarget& target, const ImportLimits& limits = {});
+
+// Asks every import of this process to stop at its next line: the rows read
+// so far are still written, with the summary's `stopped` set and a note.
+// Async-signal-safe (one atomic store), for tc-profile's SIGTERM, SIGINT and
+// SIGHUP once the program has exited. It stays requested for the process.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
 
 // "torch.compile trace: 2 records of unknown kinds and 1 malformed line skipped; the trace was cut inside a record",
 // ("jax log: ..." for JAX), or "" when nothing was skipped (what tc-analyze prints, as one line).
