@@ -21,8 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +37,7 @@
 #include "tc/analysis/format.h"
 #include "tc/collect/collector.h"
 #include "tc/import/frameworks.h"
+#include "tc/import/import.h"
 #include "tc/store/output.h"
 #include "tc/store/writer.h"
 #include "tc/trace/region.h"
@@ -43,15 +46,41 @@ namespace {
 
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_early = 0;  // a signal that came before the program was started
+volatile sig_atomic_t g_reaped = 0;  // the program has ended and been reaped
+volatile sig_atomic_t g_stopped_by = 0;  // SIGINT, SIGTERM or SIGHUP after the program ended
+
+// The signals that end tc-profile once the program has ended (the rest are
+// ignored then: there is no one to forward them to).
+bool stops_after_the_program(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+
+// Whether the program has ended: reaped, or a zombie not reaped yet (a
+// signal to it would be lost; waitid's WNOWAIT leaves it for the main loop).
+bool program_ended() {
+  if (g_reaped) return true;
+  if (g_child <= 0) return false;
+  siginfo_t si{};
+  if (waitid(P_PID, static_cast<id_t>(g_child), &si, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return si.si_pid != 0;
+}
 
 // Forward signals that someone sent to tc-profile (kill, a job runner). A
 // terminal's Ctrl-C (or Ctrl-\, a hangup, a resize) already reaches the whole
 // foreground group, the program included, so forwarding it too would deliver
-// it twice.
+// it twice. Once the program has ended, SIGINT, SIGTERM and SIGHUP (from
+// anyone, the terminal too) stop the frameworks' import instead: tc-profile
+// then writes what it has and ends by that signal.
 void forward_signal(int sig, siginfo_t* info, void*) {
-  if (info != nullptr && info->si_code > 0) return;  // kernel-generated (terminal), not sent by a process
-  if (g_child > 0) kill(g_child, sig);
-  else g_early = sig;
+  const int saved_errno = errno;  // the main loop reads errno after waitpid
+  if (program_ended()) {
+    if (stops_after_the_program(sig)) {
+      g_stopped_by = sig;
+      tc::import::request_stop();
+    }
+  } else if (info == nullptr || info->si_code <= 0) {  // not kernel-generated (the terminal's)
+    if (g_child > 0) kill(g_child, sig);
+    else g_early = sig;
+  }
+  errno = saved_errno;
 }
 
 // Which signals tc-profile passes on to the program: every one it can catch,
@@ -331,9 +360,11 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                "table, for any CUDA program; TC_CUPTI_LIBRARY names libcupti.so if it is not on the library path)");
   app.footer(
       "Exit status: the program's own, or 128+N when it died of signal N; 2 for bad usage, 126/127 when the program cannot run; "
-      "1 when recording failed (a full disk) and the program exited 0.\n"
+      "1 when recording failed (a full disk) or another process wrote the output meanwhile (it is not replaced without --force), and the "
+      "program exited 0.\n"
       "Every signal sent to tc-profile that it can catch is forwarded to the program (not SIGCHLD, SIGPIPE, SIGXFSZ, job control or "
-      "tc-profile's own faults); if tc-profile is killed, the program gets SIGTERM.\n"
+      "tc-profile's own faults); if tc-profile is killed, the program gets SIGTERM. Once the program has ended, SIGINT, SIGTERM or SIGHUP "
+      "stops the import of the frameworks' logs: the store keeps what was read, marked incomplete, and tc-profile ends by that signal.\n"
       "The store is written beside FILE as .FILE.tc-tmp-PID and renamed to FILE at the end.");
   // The program's own arguments are never ours: split at "--", or at the first
   // word that is not one of our options.
@@ -471,7 +502,8 @@ struct Session {
   int exec_errno = 0;
   int wait_status = 0;
   tc::Status record_error;
-  std::chrono::steady_clock::time_point started;
+  std::chrono::steady_clock::time_point started, ended;
+  uint64_t end_ts = 0;  // CLOCK_MONOTONIC ns when the program ended (the run row's end)
 
   // The writer's messages name the file it writes; the user knows the output.
   std::string about_output(const std::string& message) const { return replace_all(message, temp.path, o.output); }
@@ -599,13 +631,18 @@ struct Session {
       } else {
         wait_for_program(pidfd, 20);
       }
+      // The run ends when the program does, not after the imports: the
+      // clocks are read before the waitpid that finds it gone.
+      auto now = std::chrono::steady_clock::now();
+      const uint64_t now_ts = tc::trace::monotonic_ns();
       pid_t r = waitpid(pid, &wait_status, WNOHANG);
-      if (r == pid) break;
-      if (r < 0 && errno != EINTR) {
-        wait_status = 0;
+      if (r == pid || (r < 0 && errno != EINTR)) {
+        if (r != pid) wait_status = 0;
+        g_reaped = 1;
+        ended = now;
+        end_ts = now_ts;
         break;
       }
-      auto now = std::chrono::steady_clock::now();
       if (live && now - last_status > std::chrono::milliseconds(250)) {
         last_status = now;
         print_status(now);
@@ -649,20 +686,27 @@ struct Session {
 
   // Finishes the store and puts it in place; tc-profile's exit status.
   int finish() {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double elapsed = std::chrono::duration<double>(ended - started).count();
     int exit_status = 0;
     std::string how;
-    const tc::collect::RunEnd end = program_end(&exit_status, &how);
-    if (record_error.ok()) {
-      if (tc::Status s = collector->finish(end); !s.ok()) record_error = s;
+    tc::collect::RunEnd end = program_end(&exit_status, &how);
+    end.end_ts = end_ts;
+    tc::collect::CollectorStats st;
+    try {
+      if (record_error.ok()) {
+        if (tc::Status s = collector->finish(end); !s.ok()) record_error = s;
+      }
+      st = collector->stats();
+    } catch (const std::exception& e) {
+      record_error = failure("finishing the store", e);
     }
-    tc::collect::CollectorStats st = collector->stats();
     // Closed before it moves: SQLite's -wal and -shm belong to the name it opened.
     collector.reset();
     writer.reset();
+    say_import_cut(st.import_cut);
     const std::string& output = o.output;
     if (record_error.ok()) {
-      if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
+      if (std::string why = tc::store::install(temp.path, output, o.force); !why.empty()) {
         temp.keep = true;
         return fail(exit_status != 0 ? exit_status : 1, "the store is complete but " + why + "; it is in " + temp.path);
       }
@@ -682,6 +726,27 @@ struct Session {
     return recording_failed(exit_status != 0 ? exit_status : 1);
   }
 
+  // An exception out of tc's own code (std::bad_alloc) while `doing`: the
+  // store keeps what was committed and is marked incomplete by its run row.
+  static tc::Status failure(const char* doing, const std::exception& e) {
+    const bool oom = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    return {tc::StatusCode::kInternal, std::string("tc-profile ") + (oom ? "ran out of memory" : "failed (" + std::string(e.what()) + ")") +
+                                           " while " + doing};
+  }
+
+  // One line for an import that was cut: by a SIGINT, SIGTERM or SIGHUP
+  // after the program ended, or by an exception (`why`, "" when none).
+  void say_import_cut(const std::string& why) const {
+    if (const int sig = g_stopped_by) {
+      const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+      std::fprintf(stderr, "tc-profile: %s after the program ended: %s; tc-profile ends by the signal\n", name,
+                   why.empty() ? "the store is written"
+                               : "the import of the frameworks' logs stopped there, the store keeps what it read and is marked incomplete");
+    } else if (!why.empty()) {
+      std::fprintf(stderr, "tc-profile: %s; the store is marked incomplete\n", tc::analysis::printable(why).c_str());
+    }
+  }
+
   // Recording failed (a full disk, `ulimit -f`): one line says what and where
   // the data is. A store that replaces nothing goes to the output, marked
   // incomplete; an existing store is not replaced by a partial one.
@@ -692,7 +757,7 @@ struct Session {
     if (existed) {
       return fail(code, "recording failed: " + record_error.message() + "; " + output + " was not replaced; what was recorded is in " + temp.path);
     }
-    if (std::string why = tc::store::install(temp.path, output); !why.empty()) {
+    if (std::string why = tc::store::install(temp.path, output, o.force); !why.empty()) {
       return fail(code, "recording failed: " + record_error.message() + "; what was recorded is in " + temp.path + " (" + why + ")");
     }
     return fail(code, "recording failed: " + about_output(record_error.message()) + "; " + output +
@@ -702,13 +767,57 @@ struct Session {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+// One run; its temporary files (the store unless it was kept, the frameworks'
+// private directory) are gone when it returns, on every path: an exception
+// of tc's own (std::bad_alloc) is caught here, not left to std::terminate.
+int profile(int argc, char** argv) {
   Session run;
-  if (std::optional<int> code = parse_options(argc, argv, run.o)) return *code;
-  // Signals first: the store's first write may already pass `ulimit -f`.
-  run.saved = forward_signals();
-  if (std::optional<int> code = run.prepare()) return *code;
-  if (int code = 0; !run.start(&code)) return code;
-  run.collect();
+  try {
+    if (std::optional<int> code = parse_options(argc, argv, run.o)) return *code;
+    // Signals first: the store's first write may already pass `ulimit -f`.
+    run.saved = forward_signals();
+    if (std::optional<int> code = run.prepare()) return *code;
+    if (int code = 0; !run.start(&code)) return code;
+  } catch (const std::exception& e) {
+    return fail(1, Session::failure("starting", e).message());
+  }
+  try {
+    run.collect();
+  } catch (const std::exception& e) {
+    // The program is sent SIGTERM when tc-profile exits (PR_SET_PDEATHSIG);
+    // what was committed is kept as after a failed recording.
+    run.record_error = Session::failure("recording", e);
+    run.collector.reset();
+    run.writer.reset();
+    return run.recording_failed(1);
+  }
   return run.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int code = 1;
+  try {
+    code = profile(argc, argv);
+  } catch (...) {
+    // Out of memory even for the message: the files are gone already (unwound).
+    static const char kLine[] = "tc-profile: ran out of memory while ending; the store was not kept\n";
+    (void)!write(STDERR_FILENO, kLine, sizeof kLine - 1);
+  }
+  if (const int sig = g_stopped_by) {
+    // Ends the way the signal asked, now that the store is written: the
+    // parent (a shell, a job runner) sees it (a shell says 128+N).
+    std::fflush(stderr);
+    signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(sig);
+    return 128 + sig;
+  }
+  return code;
 }

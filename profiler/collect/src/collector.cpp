@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <span>
 #include <thread>
 #include <tuple>
@@ -450,7 +452,7 @@ struct Collector::Impl {
     row.i64(1).text(info.tc_version).text(store::json_string_array(info.command)).text(info.cwd).text(info.host).text(info.collector);
     row.text(clock_kind == trace::ClockKind::kTsc ? "tsc" : "monotonic");
     row.i64(trace::count_column(info.start_ts));
-    if (end) row.i64(trace::count_column(trace::monotonic_ns())); else row.null();
+    if (end) row.i64(trace::count_column(end->end_ts ? end->end_ts : trace::monotonic_ns())); else row.null();
     row.i64(trace::count_column(info.start_unix_ns));
     if (end && end->exit_code) row.i64(*end->exit_code); else row.null();
     if (end && end->exit_signal) row.i64(*end->exit_signal); else row.null();
@@ -976,6 +978,23 @@ struct Collector::Impl {
     }
   }
 
+  // The imports, where neither a signal nor an exception loses the run: what
+  // they wrote stays, and the run is marked incomplete with the reason.
+  void import_frameworks_kept() {
+    const size_t before = notes.size();
+    try {
+      import_frameworks();
+    } catch (const std::bad_alloc&) {
+      notes.push_back("out of memory while importing the frameworks' logs: the import was cut, what it wrote before is kept");
+    } catch (const std::exception& e) {
+      notes.push_back(std::string("the import of the frameworks' logs failed (") + e.what() + "): what it wrote before is kept");
+    }
+    if (import::stop_requested()) {
+      notes.push_back("tc-profile was signalled while it imported the frameworks' logs: the import stopped there, what it read before is kept");
+    }
+    if (notes.size() > before) live.import_cut = notes[before];
+  }
+
   void write_end_rows(const RunEnd& end) {
     apply_nvtx_thread_names();
     for (const ProcessRow& p : processes) keep(process_row(p).insert());
@@ -1067,7 +1086,7 @@ Status Collector::finish(const RunEnd& end) {
   m.final_no_ring = m.region.header().dropped_no_ring.load(std::memory_order_relaxed);
   m.final_drops = true;
   if (!m.discarding) m.write_python_steps();
-  if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks();
+  if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks_kept();
   RunEnd final_end = end;
   const std::string& path = m.writer.path();
   if (!m.discarding) {

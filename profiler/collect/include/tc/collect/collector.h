@@ -74,6 +74,7 @@ struct RunEnd {
   std::optional<int> exit_code;    // the program called exit(code)
   std::optional<int> exit_signal;  // the program was killed by this signal
   bool complete = false;           // the program ended normally and nothing is missing
+  uint64_t end_ts = 0;             // CLOCK_MONOTONIC ns when the program ended; 0: when finish() is called
 };
 
 struct CollectorStats {
@@ -87,6 +88,7 @@ struct CollectorStats {
   uint64_t recompilations = 0;   // compilations whose reason is not 'first'
   uint64_t python_steps = 0;     // optimizer steps marked by tc's Python hook (kStepMark)
   double peak_live_bytes = 0;    // highest memory.live_bytes sample
+  std::string import_cut;        // finish(): why a framework's import was cut (a signal, an exception); "" if none
 };
 
 class Collector {
@@ -119,6 +121,9 @@ class Collector {
   // finalizes the store, frameworks in the table's order; only the logs
   // written since the run started, for a directory the user chose. What an
   // import skipped is in framework_imports, never an error of finish().
+  // An import cut by tc::import::request_stop() (a signal), or ended by an
+  // exception (std::bad_alloc), keeps the rows it wrote, and finish() marks
+  // the run incomplete with the reason in the dropped table.
   void import_logs(const import::Framework& framework, std::string dir);
 
   CollectorStats stats() const;

@@ -21,7 +21,11 @@ std::string temp_beside(const std::string& output);
 // left at output (SQLite would replay an old -wal into the new file), then the
 // -wal the writer had to leave (a reader held the store open), then the file.
 // "" on success, else why not in words (the temp store is left as it is).
-std::string install(const std::string& temp, const std::string& output);
+// Without `replace`, an output that exists by then (another run wrote it while
+// this one ran) is never replaced: the moves are no-replace renames
+// (renameat2 RENAME_NOREPLACE, else link + unlink), and the answer starts
+// with output + " was written by another process".
+std::string install(const std::string& temp, const std::string& output, bool replace = true);
 
 // Removes a store and its side files (-wal, -shm, -journal, -reserve).
 void remove_store_files(const std::string& path);
