@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <source_location>
 #include <string>
@@ -162,6 +163,57 @@ TEST_F(RingTest, ThreadsBeyondTheRingsAreCountedAsDropped) {
   }).join();
   // Both events, and the definition of their site, found no ring.
   EXPECT_EQ(region.header().dropped_no_ring.load(), 3u);
+}
+
+// A collector registered as running, played by a thread of this test: each
+// pass bumps the heartbeat and, with `frees`, drains and frees retired rings.
+class FakeCollector {
+ public:
+  FakeCollector(tr::Region& region, bool frees) : region_(region) {
+    tr::RegionHeader& h = region.header();
+    h.collector_pid.store(static_cast<uint32_t>(getpid()));
+    h.collector_state.store(static_cast<uint32_t>(tr::CollectorState::kRunning));
+    thread_ = std::thread([this, frees, &h] {
+      while (!stop_.load()) {
+        h.collector_heartbeat.fetch_add(1);
+        for (uint32_t r = 0; frees && r < region_.ring_count(); ++r) {
+          if (region_.ring(r).state.load() != static_cast<uint32_t>(tr::RingState::kRetired)) continue;
+          consume(region_, r);
+          region_.ring(r).state.store(static_cast<uint32_t>(tr::RingState::kFree));
+          h.rings_freed.fetch_add(1);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  ~FakeCollector() {
+    stop_ = true;
+    thread_.join();
+    region_.header().collector_state.store(static_cast<uint32_t>(tr::CollectorState::kStopped));
+  }
+
+ private:
+  tr::Region& region_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_F(RingTest, AThreadWaitsForTheRingOfAThreadThatExitedWhileACollectorRuns) {
+  // Short-lived threads used to drop their events ("no free ring") while the
+  // rings of those that had exited waited for the collector's next pass.
+  tr::Region& region = make(1, 64);
+  FakeCollector collector(region, /*frees=*/true);
+  for (int t = 0; t < 20; ++t) std::thread([] { TC_TRACE_INSTANT("ring.short", 1); }).join();
+  EXPECT_EQ(region.header().dropped_no_ring.load(), 0u);
+  EXPECT_EQ(region.ring(0).claims.load(), 20u) << "one ring, given back and taken again by each thread";
+}
+
+TEST_F(RingTest, AThreadGivesUpWaitingWhenTheCollectorsPassesFreeNoRing) {
+  tr::Region& region = make(1, 64);
+  std::thread([] { TC_TRACE_INSTANT("ring.first", 1); }).join();  // takes the only ring, which retires
+  FakeCollector collector(region, /*frees=*/false);
+  std::thread([] { TC_TRACE_INSTANT("ring.second", 1); }).join();  // waits a few passes, then drops
+  EXPECT_GT(region.header().dropped_no_ring.load(), 0u);
 }
 
 TEST_F(RingTest, AThreadWithoutARingRetriesWhenOneIsFreed) {

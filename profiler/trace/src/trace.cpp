@@ -102,17 +102,8 @@ ProducerOwner::~ProducerOwner() {
   t_prod = nullptr;
 }
 
-// Slow path: the thread's first event in this session, or a later one of a
-// thread that found no free ring (it looks again when a ring was freed since,
-// and every kNoRingRetryEvery events).
-Producer* claim() {
-  if (!enabled()) return nullptr;
-  uint32_t session = g_session.load(std::memory_order_acquire);
-  Region* region = g_region;
-  if (region == nullptr) return nullptr;
-  RegionHeader& h = region->header();
-  uint64_t freed = h.rings_freed.load(std::memory_order_acquire);
-  if (t_no_ring_session == session && freed == t_no_ring_freed && (++t_no_ring_tries & (kNoRingRetryEvery - 1)) != 0) return nullptr;
+// Takes a free ring for the calling thread, or returns nullptr.
+Producer* claim_free_ring(Region* region, uint32_t session) {
   for (uint32_t i = 0; i < region->ring_count(); ++i) {
     RingHeader& r = region->ring(i);
     uint32_t expected = static_cast<uint32_t>(RingState::kFree);
@@ -136,6 +127,67 @@ Producer* claim() {
     t_prod = &p;
     t_no_ring_session = 0;
     return &p;
+  }
+  return nullptr;
+}
+
+bool retired_rings(Region* region) {
+  for (uint32_t i = 0; i < region->ring_count(); ++i) {
+    if (region->ring(i).state.load(std::memory_order_relaxed) == static_cast<uint32_t>(RingState::kRetired)) return true;
+  }
+  return false;
+}
+
+bool process_alive(uint32_t pid);
+
+// Waits for the collector to free a ring, for a thread that found none free
+// but saw a retired one: a retired ring's thread has exited, and a
+// live collector frees it at its next pass (every 10 ms at most under
+// tc-profile). Short-lived threads used to drop their events ("no free ring")
+// while only two were alive, because the rings of those that had exited were
+// not yet drained. Gives up when the collector is not registered as running,
+// has exited, or made kPatience passes (or none for 1 s) without freeing one.
+// True when a ring was freed since `freed` (it may be taken by then).
+bool wait_for_a_freed_ring(RegionHeader& h, uint64_t freed) {
+  constexpr uint64_t kPatience = 4;
+  const uint64_t beat0 = h.collector_heartbeat.load(std::memory_order_relaxed);
+  uint64_t beat = beat0, since = monotonic_ns(), next_check = 0;
+  for (uint32_t nap_us = 20;; nap_us = std::min(nap_us * 2, 1000u)) {
+    if (h.rings_freed.load(std::memory_order_acquire) != freed) return true;
+    if (h.collector_state.load(std::memory_order_acquire) != static_cast<uint32_t>(CollectorState::kRunning)) return false;
+    const uint64_t now = monotonic_ns();
+    if (now >= next_check) {  // a system call or two: once a millisecond
+      next_check = now + 1'000'000;
+      if (!process_alive(h.collector_pid.load(std::memory_order_relaxed))) return false;
+    }
+    const uint64_t b = h.collector_heartbeat.load(std::memory_order_relaxed);
+    if (b - beat0 >= kPatience) return false;
+    if (b != beat) {
+      beat = b;
+      since = now;
+    } else if (now - since > 1'000'000'000) {
+      return false;
+    }
+    timespec nap{0, static_cast<long>(nap_us) * 1000};
+    nanosleep(&nap, nullptr);
+  }
+}
+
+// Slow path: the thread's first event in this session, or a later one of a
+// thread that found no free ring (it looks again when a ring was freed since,
+// and every kNoRingRetryEvery events).
+Producer* claim() {
+  if (!enabled()) return nullptr;
+  uint32_t session = g_session.load(std::memory_order_acquire);
+  Region* region = g_region;
+  if (region == nullptr) return nullptr;
+  RegionHeader& h = region->header();
+  uint64_t freed = h.rings_freed.load(std::memory_order_acquire);
+  if (t_no_ring_session == session && freed == t_no_ring_freed && (++t_no_ring_tries & (kNoRingRetryEvery - 1)) != 0) return nullptr;
+  for (;;) {
+    if (Producer* p = claim_free_ring(region, session)) return p;
+    if (!retired_rings(region) || !wait_for_a_freed_ring(h, freed)) break;
+    freed = h.rings_freed.load(std::memory_order_acquire);
   }
   t_no_ring_session = session;
   t_no_ring_freed = freed;

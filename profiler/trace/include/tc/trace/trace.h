@@ -23,8 +23,8 @@
 //   slow it is). Events are dropped, and counted per reason, only when the
 //   collector has exited or stopped, when it abandoned the ring, or when no
 //   collector drains the region at all; never lost silently.
-// - A thread that found no free ring records nothing until one is freed; it
-//   looks again when the collector frees a ring and every 4096 events.
+// - A thread that finds no free ring while one of an exited thread awaits the collector waits for it (a live collector);
+//   else it records nothing until one is freed: it looks again when the collector frees one and every 4096 events.
 // - Names and strings (intern(), location_id(), sites) are kept whole up to
 //   64 KiB each (less in rings under 4096 slots: at most half the ring); a longer one is cut
 //   at a UTF-8 boundary and ends in "…[cut at N of M bytes]". A NUL byte in
