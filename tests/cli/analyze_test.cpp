@@ -366,6 +366,26 @@ TEST(Analyze, DamagedStoresAreCodeFive) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.json")));
 }
 
+// #27: negative or INT64_MIN durations overflow the sums of every report: a
+// damaged store (5, one line that says so), not bad usage (2).
+TEST(Analyze, DurationsThatOverflowAreADamagedStore) {
+  TempDir dir;
+  std::string good = record_training(dir, "good.tcdb", 1);
+  for (const char* table : {"compilations", "executions"}) {
+    std::string path = dir.file(std::string(table) + ".tcdb");
+    std::filesystem::copy_file(good, path);
+    sql(path, (std::string("UPDATE ") + table + " SET dur = -9223372036854775807 - 1").c_str());
+    for (std::vector<std::string> args : {std::vector<std::string>{path}, {path, "--json"}, {"recompiles", path}, {"evals", path},
+                                          {"memory", path}, {"suggest", path}, {"diff", path, path}}) {
+      Exit e = analyze(args);
+      EXPECT_EQ(e.code, 5) << table << " " << args[0] << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_NE(e.err.find("values out of range"), std::string::npos) << e.err;
+      EXPECT_TRUE(e.out.empty()) << e.out;
+    }
+  }
+}
+
 // Names with invalid UTF-8 and terminal escapes, in a store written here.
 std::string write_store_with_bad_names(const TempDir& dir) {
   namespace schema = tc::store::schema;
