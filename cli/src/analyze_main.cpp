@@ -218,13 +218,13 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
         print_ranges(r.ranges, 5, "tc-analyze ranges for all");
         print_findings(r, style, "");
       } else if (o.sub == "recompiles") {
-        print_compilations(loaded->reader, r.run.start_ts);
+        if (tc::Status s = print_compilations(loaded->reader, r.run.start_ts); !s.ok()) return open_error(s);
         print_findings(r, style, "recompilation.");
       } else if (o.sub == "evals") {
-        print_evals(loaded->reader);
+        if (tc::Status s = print_evals(loaded->reader); !s.ok()) return open_error(s);
         print_findings(r, style, "explicit_evaluation");
       } else if (o.sub == "memory") {
-        print_memory(loaded->reader);
+        if (tc::Status s = print_memory(loaded->reader); !s.ok()) return open_error(s);
         print_findings(r, style, "memory.");
       }
     }
