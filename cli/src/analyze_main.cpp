@@ -201,9 +201,9 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
   int exit = 0;
   auto loaded = load(path, exit, o.analysis);
   if (!loaded) return exit;
-  if (auto ranks = tc::analysis::store_ranks(loaded->reader); ranks.ok() && ranks->size() > 1) {
-    return run_job(o.sub, o.paths, o.analysis, o.json, style, o.fail_on);  // one store of several ranks (one launcher over the job)
-  }
+  auto ranks = tc::analysis::store_ranks(loaded->reader);
+  if (!ranks.ok()) return open_error(ranks.status());
+  if (ranks->size() > 1) return run_job(o.sub, o.paths, o.analysis, o.json, style, o.fail_on);  // one store of several ranks (one launcher over the job)
   const Report& r = loaded->report;
   note_invalid_utf8(path, r.invalid_utf8_names);
   if (o.json) {
