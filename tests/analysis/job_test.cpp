@@ -1,7 +1,6 @@
 // The stores of one data-parallel job merged (tc/analysis/job.h), on rank
 // stores written here (rank_store.h), so that every wait is known exactly.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -301,13 +300,6 @@ TEST(Job, StoresOfDifferentJobsOrATwiceGivenRankAreRefused) {
   EXPECT_EQ(partial.notes[0], "ranks 1,3 of the job's 4 are missing: the waits and stragglers are over the 2 ranks given");
 }
 
-void sql(const std::string& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-}
-
 // #27: a rank the store cannot hold is a damaged store (kCorrupt, one line),
 // refused where every reader of ranks gets it: store_ranks.
 TEST(Job, RanksAndClocksOutOfRangeAreADamagedStore) {
@@ -325,7 +317,7 @@ TEST(Job, RanksAndClocksOutOfRangeAreADamagedStore) {
        }) {
     TempDir dir;
     auto paths = tc::test::write_job(dir.path().string(), two_ranks(), 2, {});
-    sql(paths[1], "UPDATE ranks SET " + set);
+    tc::test::edit_store(paths[1], "UPDATE ranks SET " + set);
     auto job = ta::analyze_job(paths);
     ASSERT_FALSE(job.ok()) << set;
     EXPECT_EQ(job.status().code(), tc::StatusCode::kCorrupt) << job.status().message();
@@ -341,7 +333,7 @@ TEST(Job, RanksAndClocksOutOfRangeAreADamagedStore) {
   // The launcher's variables: a rank beyond the world it names.
   TempDir e;
   auto env = tc::test::write_job(e.path().string(), {{.rank = 1, .dist = false}}, 2, {});
-  sql(env[0], "UPDATE run_env SET value = '5' WHERE name = 'OMPI_COMM_WORLD_RANK'");
+  tc::test::edit_store(env[0], "UPDATE run_env SET value = '5' WHERE name = 'OMPI_COMM_WORLD_RANK'");
   auto job = ta::analyze_job(env);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), tc::StatusCode::kCorrupt);
@@ -349,9 +341,9 @@ TEST(Job, RanksAndClocksOutOfRangeAreADamagedStore) {
   // Within the bounds: hosts booted 90 days apart, a world of 2^20 given by one of its ranks.
   TempDir f;
   auto fine = tc::test::write_job(f.path().string(), two_ranks(), 2, {});
-  sql(fine[1], "UPDATE ranks SET clock_offset_ns = -7776000000000000");
+  tc::test::edit_store(fine[1], "UPDATE ranks SET clock_offset_ns = -7776000000000000");
   EXPECT_TRUE(ta::analyze_job(fine).ok());
-  sql(fine[0], "UPDATE ranks SET world_size = 1048576, rank = 1048575");
+  tc::test::edit_store(fine[0], "UPDATE ranks SET world_size = 1048576, rank = 1048575");
   EXPECT_TRUE(ta::analyze_job({fine[0]}).ok());
 }
 
@@ -362,8 +354,9 @@ TEST(Job, TwoSlurmStepsOfOneAllocationAreTwoJobs) {
   TempDir dir;
   auto paths = tc::test::write_job(dir.path().string(), {{.rank = 0, .dist = false, .launcher = false}, {.rank = 1, .dist = false, .launcher = false}}, 2, {});
   for (size_t i = 0; i < paths.size(); ++i) {
-    sql(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + std::to_string(i) + "'), ('PMI_SIZE', '2'), ('SLURM_JOB_ID', '4242'), "
-                  "('SLURM_STEP_ID', '" + std::to_string(i) + "'), ('SLURM_PROCID', '" + std::to_string(i) + "')");
+    const std::string r = std::to_string(i);
+    tc::test::edit_store(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + r + "'), ('PMI_SIZE', '2'), ('SLURM_JOB_ID', '4242'), "
+                                   "('SLURM_STEP_ID', '" + r + "'), ('SLURM_PROCID', '" + r + "')");
   }
   auto r = tc::store::Reader::open(paths[1]);
   ASSERT_TRUE(r.ok());
@@ -377,7 +370,7 @@ TEST(Job, TwoSlurmStepsOfOneAllocationAreTwoJobs) {
   EXPECT_NE(job.status().message().find("of job 4242.0 but"), std::string::npos) << job.status().message();
   EXPECT_NE(job.status().message().find("the stores come from different jobs"), std::string::npos) << job.status().message();
   // The same step: one job.
-  sql(paths[1], "UPDATE run_env SET value = '0' WHERE name = 'SLURM_STEP_ID'");
+  tc::test::edit_store(paths[1], "UPDATE run_env SET value = '0' WHERE name = 'SLURM_STEP_ID'");
   ta::JobReport one = merged(paths);
   EXPECT_EQ(one.job, "4242.0");
   EXPECT_EQ(one.ranks.size(), 2u);

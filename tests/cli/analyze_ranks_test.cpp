@@ -1,7 +1,6 @@
 // tc-analyze over the stores of one MPI job (#16): synthetic rank stores
 // (tests/analysis/rank_store.h), and the real thing under mpirun.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -115,13 +114,6 @@ TEST(AnalyzeRanks, RefusesStoresOfDifferentJobsAndARankGivenTwice) {
   EXPECT_EQ(missing.code, 3) << missing.err;
 }
 
-void sql(const std::string& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-}
-
 // #27: a rank of 1,000,000 in a world of 2, a world of 0 or of 2^31-1, a clock
 // offset of INT64_MAX (9,223,372,037 s waits before): a damaged store, exit 5
 // in one line, for every subcommand that reads the ranks.
@@ -129,7 +121,7 @@ TEST(AnalyzeRanks, RanksOutOfRangeAreADamagedStore) {
   for (const std::string set : {"rank = 1000000", "world_size = 0", "world_size = 2147483647", "clock_offset_ns = 9223372036854775807"}) {
     TempDir dir;
     auto paths = tc::test::write_job(dir.path().string(), two_ranks(), 2, rank1_recompiles());
-    sql(paths[1], "UPDATE ranks SET " + set);
+    tc::test::edit_store(paths[1], "UPDATE ranks SET " + set);
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
              {paths[0], paths[1]}, {paths[1]}, {"--json", paths[0], paths[1]}, {"recompiles", paths[0], paths[1]}, {"evals", paths[1]},
              {"memory", paths[0], paths[1]}, {"suggest", paths[0], paths[1]}, {"diff", paths[0], paths[1], "--", paths[0], paths[1]}}) {
@@ -148,7 +140,7 @@ TEST(AnalyzeRanks, TwoSrunStepsOfOneAllocationAreRefusedAsTwoJobs) {
   auto paths = tc::test::write_job(dir.path().string(), {{.rank = 0, .dist = false, .launcher = false}, {.rank = 1, .dist = false, .launcher = false}}, 2,
                                    rank1_recompiles());
   for (int i = 0; i < 2; ++i) {
-    sql(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + std::to_string(i) +
+    tc::test::edit_store(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + std::to_string(i) +
                       "'), ('PMI_SIZE', '2'), ('SLURM_JOB_ID', '4242'), ('SLURM_STEP_ID', '" + std::to_string(i) + "')");
   }
   Exit e = analyze({paths[0], paths[1]});
