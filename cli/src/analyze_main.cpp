@@ -201,9 +201,9 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
   int exit = 0;
   auto loaded = load(path, exit, o.analysis);
   if (!loaded) return exit;
-  if (auto ranks = tc::analysis::store_ranks(loaded->reader); ranks.ok() && ranks->size() > 1) {
-    return run_job(o.sub, o.paths, o.analysis, o.json, style, o.fail_on);  // one store of several ranks (one launcher over the job)
-  }
+  auto ranks = tc::analysis::store_ranks(loaded->reader);
+  if (!ranks.ok()) return open_error(ranks.status());
+  if (ranks->size() > 1) return run_job(o.sub, o.paths, o.analysis, o.json, style, o.fail_on);  // one store of several ranks (one launcher over the job)
   const Report& r = loaded->report;
   note_invalid_utf8(path, r.invalid_utf8_names);
   if (o.json) {
@@ -218,13 +218,13 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
         print_ranges(r.ranges, 5, "tc-analyze ranges for all");
         print_findings(r, style, "");
       } else if (o.sub == "recompiles") {
-        print_compilations(loaded->reader, r.run.start_ts);
+        if (tc::Status s = print_compilations(loaded->reader, r.run.start_ts); !s.ok()) return open_error(s);
         print_findings(r, style, "recompilation.");
       } else if (o.sub == "evals") {
-        print_evals(loaded->reader);
+        if (tc::Status s = print_evals(loaded->reader); !s.ok()) return open_error(s);
         print_findings(r, style, "explicit_evaluation");
       } else if (o.sub == "memory") {
-        print_memory(loaded->reader);
+        if (tc::Status s = print_memory(loaded->reader); !s.ok()) return open_error(s);
         print_findings(r, style, "memory.");
       }
     }

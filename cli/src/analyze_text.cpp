@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analyze_queries.h"
 #include "tc/analysis/format.h"
 
 namespace tc::cli {
@@ -246,38 +247,39 @@ void print_suggestions(const Report& r) {
   if (n == 0) std::printf("nothing to change\n");
 }
 
-void print_compilations(const store::Reader& reader, int64_t t0) {
+Status print_compilations(const store::Reader& reader, int64_t t0) {
   std::printf("\ncompilations\n  %10s %6s %6s %-16s %10s  %s\n", "at", "graph", "step", "reason", "took", "shape changes");
-  for (auto q = reader.query(
-           "SELECT c.ts, c.graph_id, c.step, c.reason, c.dur, (SELECT group_concat(input || '[' || dim || '] ' || old_value || '->' || "
-           "new_value, ', ') FROM compilation_inputs i WHERE i.graph_id = c.graph_id), c.diff FROM compilations c ORDER BY c.ts");
-       q.next();) {
+  auto q = reader.query(kCompilationsSql);
+  while (q.next()) {
     std::string what = !q.is_null(5) ? shown(q.text(5)) : !q.is_null(6) ? shown(q.text(6)) : "";
     std::printf("  %10s %6lld %6lld %-16s %10s  %s\n", secs(static_cast<double>(q.i64(0) - t0) / 1e9).c_str(), static_cast<long long>(q.i64(1)),
                 static_cast<long long>(q.i64(2)), shown(q.text(3)).c_str(), secs(static_cast<double>(q.i64(4)) / 1e9).c_str(), what.c_str());
   }
+  return q.status();
 }
 
-void print_evals(const store::Reader& reader) {
+Status print_evals(const store::Reader& reader) {
   std::printf("\nexplicit evaluations by call site\n  %-40s %-8s %7s %10s\n", "call site", "kind", "count", "total");
-  for (auto q = reader.query("SELECT l.file, l.line, e.kind, count(*), sum(e.dur) FROM explicit_evaluations e LEFT JOIN locations l "
-                             "ON l.id = e.loc_id GROUP BY e.loc_id, e.kind ORDER BY sum(e.dur) DESC");
-       q.next();) {
+  auto q = reader.query("SELECT l.file, l.line, e.kind, count(*), sum(e.dur) FROM explicit_evaluations e LEFT JOIN locations l "
+                        "ON l.id = e.loc_id GROUP BY e.loc_id, e.kind ORDER BY sum(e.dur) DESC");
+  while (q.next()) {
     std::string file = q.is_null(0) ? "?" : shown(q.text(0));
     file = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1) + ":" + std::to_string(q.i64(1));
     std::printf("  %-40s %-8s %7lld %10s\n", file.c_str(), shown(q.text(2)).c_str(), static_cast<long long>(q.i64(3)),
                 secs(static_cast<double>(q.i64(4)) / 1e9).c_str());
   }
+  return q.status();
 }
 
-void print_memory(const store::Reader& reader) {
+Status print_memory(const store::Reader& reader) {
   std::printf("\nmemory plans (compiled graphs)\n  %6s %12s %12s %12s %12s %8s\n", "graph", "peak", "parameters", "activations", "per batch", "batch");
-  for (auto q = reader.query("SELECT graph_id, peak_bytes, parameter_bytes, activation_bytes, batch_bytes, batch_size FROM memory_plans ORDER BY graph_id");
-       q.next();) {
+  auto q = reader.query("SELECT graph_id, peak_bytes, parameter_bytes, activation_bytes, batch_bytes, batch_size FROM memory_plans ORDER BY graph_id");
+  while (q.next()) {
     std::printf("  %6lld %12s %12s %12s %12s %8s\n", static_cast<long long>(q.i64(0)), bytes(static_cast<double>(q.i64(1))).c_str(),
                 bytes(static_cast<double>(q.i64(2))).c_str(), bytes(static_cast<double>(q.i64(3))).c_str(), bytes(static_cast<double>(q.i64(4))).c_str(),
                 q.is_null(5) ? "-" : std::to_string(q.i64(5)).c_str());
   }
+  return q.status();
 }
 
 // Several stores of one job (tc/analysis/job.h): the ranks, then one list of findings.

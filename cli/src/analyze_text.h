@@ -41,9 +41,11 @@ void print_summary(const std::string& path, const analysis::Report& r, const Sty
 void print_findings(const analysis::Report& r, const Style& st, const std::string& prefix);
 // tc-analyze suggest: the fixes that save something, most costly first.
 void print_suggestions(const analysis::Report& r);
-void print_compilations(const store::Reader& reader, int64_t t0);
-void print_evals(const store::Reader& reader);
-void print_memory(const store::Reader& reader);
+// The tables of recompiles, evals and memory; a failed query (a damaged
+// store) ends the table and is returned.
+Status print_compilations(const store::Reader& reader, int64_t t0);
+Status print_evals(const store::Reader& reader);
+Status print_memory(const store::Reader& reader);
 
 // Several stores of one job (tc/analysis/job.h): the ranks, then one list of
 // findings of the kinds that start with one of `prefixes` (all when empty).

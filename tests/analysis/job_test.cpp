@@ -300,6 +300,82 @@ TEST(Job, StoresOfDifferentJobsOrATwiceGivenRankAreRefused) {
   EXPECT_EQ(partial.notes[0], "ranks 1,3 of the job's 4 are missing: the waits and stragglers are over the 2 ranks given");
 }
 
+// #27: a rank the store cannot hold is a damaged store (kCorrupt, one line),
+// refused where every reader of ranks gets it: store_ranks.
+TEST(Job, RanksAndClocksOutOfRangeAreADamagedStore) {
+  const std::string max = std::to_string(INT64_MAX);
+  for (const auto& [set, says] : std::vector<std::pair<std::string, std::string>>{
+           {"rank = 1000000", "says rank 1000000 of a world of 2"},
+           {"rank = -1", "says rank -1 of a world of 2"},
+           {"world_size = 0", "says rank 1 of a world of 0"},
+           {"world_size = 2147483647", "of a world of 2147483647 (tc accepts 0 <= rank < world size <= 1048576)"},
+           {"world_size = 1048577, rank = 0", "of a world of 1048577"},
+           {"clock_offset_ns = " + max, "clock is " + max + " ns from rank 0's"},
+           {"clock_offset_ns = -" + max, "clock is -" + max},
+           {"clock_offset_ns = 315576000000000001", "at most 315576000000000000 ns, 10 years, either way"},
+           {"clock_error_ns = -1", "+--1"},
+       }) {
+    TempDir dir;
+    auto paths = tc::test::write_job(dir.path().string(), two_ranks(), 2, {});
+    tc::test::edit_store(paths[1], "UPDATE ranks SET " + set);
+    auto job = ta::analyze_job(paths);
+    ASSERT_FALSE(job.ok()) << set;
+    EXPECT_EQ(job.status().code(), tc::StatusCode::kCorrupt) << job.status().message();
+    EXPECT_EQ(job.status().message().rfind(paths[1] + ": damaged store: its ranks row says", 0), 0u) << job.status().message();
+    EXPECT_NE(job.status().message().find(says), std::string::npos) << job.status().message();
+    EXPECT_NE(job.status().message().find("; record the run again"), std::string::npos) << job.status().message();
+    EXPECT_EQ(job.status().message().find('\n'), std::string::npos);
+    auto r = tc::store::Reader::open(paths[1]);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(ta::store_ranks(*r).status().code(), tc::StatusCode::kCorrupt) << set;
+    EXPECT_EQ(ta::analyze_job({paths[1]}).status().code(), tc::StatusCode::kCorrupt) << "alone too: " << set;
+  }
+  // The launcher's variables: a rank beyond the world it names.
+  TempDir e;
+  auto env = tc::test::write_job(e.path().string(), {{.rank = 1, .dist = false}}, 2, {});
+  tc::test::edit_store(env[0], "UPDATE run_env SET value = '5' WHERE name = 'OMPI_COMM_WORLD_RANK'");
+  auto job = ta::analyze_job(env);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), tc::StatusCode::kCorrupt);
+  EXPECT_NE(job.status().message().find("its launcher's variables (run_env) says rank 5 of a world of 2"), std::string::npos) << job.status().message();
+  // Within the bounds: hosts booted 90 days apart, a world of 2^20 given by one of its ranks.
+  TempDir f;
+  auto fine = tc::test::write_job(f.path().string(), two_ranks(), 2, {});
+  tc::test::edit_store(fine[1], "UPDATE ranks SET clock_offset_ns = -7776000000000000");
+  EXPECT_TRUE(ta::analyze_job(fine).ok());
+  tc::test::edit_store(fine[0], "UPDATE ranks SET world_size = 1048576, rank = 1048575");
+  EXPECT_TRUE(ta::analyze_job({fine[0]}).ok());
+}
+
+// #27: two srun steps of one Slurm allocation share SLURM_JOB_ID; their
+// ranks are different processes: the job is JOB.STEP, and such stores are
+// refused as stores of different jobs.
+TEST(Job, TwoSlurmStepsOfOneAllocationAreTwoJobs) {
+  TempDir dir;
+  auto paths = tc::test::write_job(dir.path().string(), {{.rank = 0, .dist = false, .launcher = false}, {.rank = 1, .dist = false, .launcher = false}}, 2, {});
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string r = std::to_string(i);
+    tc::test::edit_store(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + r + "'), ('PMI_SIZE', '2'), ('SLURM_JOB_ID', '4242'), "
+                                   "('SLURM_STEP_ID', '" + r + "'), ('SLURM_PROCID', '" + r + "')");
+  }
+  auto r = tc::store::Reader::open(paths[1]);
+  ASSERT_TRUE(r.ok());
+  auto ranks = ta::store_ranks(*r);
+  ASSERT_TRUE(ranks.ok()) << ranks.status().message();
+  ASSERT_EQ(ranks->size(), 1u);
+  EXPECT_EQ((*ranks)[0].job, "4242.1");
+  auto job = ta::analyze_job(paths);
+  ASSERT_FALSE(job.ok()) << "one job of two steps";
+  EXPECT_EQ(job.status().code(), tc::StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("of job 4242.0 but"), std::string::npos) << job.status().message();
+  EXPECT_NE(job.status().message().find("the stores come from different jobs"), std::string::npos) << job.status().message();
+  // The same step: one job.
+  tc::test::edit_store(paths[1], "UPDATE run_env SET value = '0' WHERE name = 'SLURM_STEP_ID'");
+  ta::JobReport one = merged(paths);
+  EXPECT_EQ(one.job, "4242.0");
+  EXPECT_EQ(one.ranks.size(), 2u);
+}
+
 TEST(Job, DiffOfTwoSetsGivesEachRankAndTheTotals) {
   TempDir before_dir, after_dir;
   ta::JobReport before = merged(tc::test::write_job(before_dir.path().string(), two_ranks(), 4, rank1_recompiles()));

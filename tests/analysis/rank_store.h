@@ -12,6 +12,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <map>
@@ -43,6 +44,14 @@ struct RankEvent {
   int64_t dim = 1, old_value = 12, new_value = 20;
   int64_t line = 95;           // kEvaluate: item() at /src/train.cpp:line
 };
+
+// Runs SQL on a store written here, e.g. to damage its ranks row.
+inline void edit_store(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
 
 // Writes one store per plan at dir/run.rankR.tcdb and returns their paths (in plan order).
 inline std::vector<std::string> write_job(const std::string& dir, const std::vector<RankPlan>& plans, int64_t steps,

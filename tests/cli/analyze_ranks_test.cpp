@@ -114,6 +114,43 @@ TEST(AnalyzeRanks, RefusesStoresOfDifferentJobsAndARankGivenTwice) {
   EXPECT_EQ(missing.code, 3) << missing.err;
 }
 
+// #27: a rank of 1,000,000 in a world of 2, a world of 0 or of 2^31-1, a clock
+// offset of INT64_MAX (9,223,372,037 s waits before): a damaged store, exit 5
+// in one line, for every subcommand that reads the ranks.
+TEST(AnalyzeRanks, RanksOutOfRangeAreADamagedStore) {
+  for (const std::string set : {"rank = 1000000", "world_size = 0", "world_size = 2147483647", "clock_offset_ns = 9223372036854775807"}) {
+    TempDir dir;
+    auto paths = tc::test::write_job(dir.path().string(), two_ranks(), 2, rank1_recompiles());
+    tc::test::edit_store(paths[1], "UPDATE ranks SET " + set);
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {paths[0], paths[1]}, {paths[1]}, {"--json", paths[0], paths[1]}, {"recompiles", paths[0], paths[1]}, {"evals", paths[1]},
+             {"memory", paths[0], paths[1]}, {"suggest", paths[0], paths[1]}, {"diff", paths[0], paths[1], "--", paths[0], paths[1]}}) {
+      Exit e = analyze(args);
+      EXPECT_EQ(e.code, 5) << set << ": " << args[0] << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_EQ(e.err.rfind("tc-analyze: " + paths[1] + ": damaged store: its ranks row says rank ", 0), 0u) << e.err;
+      EXPECT_TRUE(e.out.empty()) << e.out;
+    }
+  }
+}
+
+// #27: two srun steps of one allocation share SLURM_JOB_ID but are two jobs.
+TEST(AnalyzeRanks, TwoSrunStepsOfOneAllocationAreRefusedAsTwoJobs) {
+  TempDir dir;
+  auto paths = tc::test::write_job(dir.path().string(), {{.rank = 0, .dist = false, .launcher = false}, {.rank = 1, .dist = false, .launcher = false}}, 2,
+                                   rank1_recompiles());
+  for (int i = 0; i < 2; ++i) {
+    tc::test::edit_store(paths[i], "INSERT INTO run_env (name, value) VALUES ('PMI_RANK', '" + std::to_string(i) +
+                      "'), ('PMI_SIZE', '2'), ('SLURM_JOB_ID', '4242'), ('SLURM_STEP_ID', '" + std::to_string(i) + "')");
+  }
+  Exit e = analyze({paths[0], paths[1]});
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+  EXPECT_NE(e.err.find("is rank 0 of job 4242.0 but " + paths[1] + " is rank 1 of job 4242.1: the stores come from different jobs"), std::string::npos)
+      << e.err;
+  EXPECT_TRUE(e.out.empty()) << e.out;
+}
+
 TEST(AnalyzeRanks, DiffOfTwoSetsOfRankStores) {
   TempDir before, after;
   auto a = tc::test::write_job(before.path().string(), two_ranks(), 4, rank1_recompiles());

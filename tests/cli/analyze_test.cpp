@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "../../cli/src/analyze_queries.h"
 #include "support/json.h"
 #include "support/process.h"
 #include "tc/store/schema.h"
@@ -364,6 +365,87 @@ TEST(Analyze, DamagedStoresAreCodeFive) {
     }
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.json")));
+}
+
+// #27: negative or INT64_MIN durations overflow the sums of every report: a
+// damaged store (5, one line that says so), not bad usage (2).
+TEST(Analyze, DurationsThatOverflowAreADamagedStore) {
+  TempDir dir;
+  std::string good = record_training(dir, "good.tcdb", 1);
+  for (const char* table : {"compilations", "executions"}) {
+    std::string path = dir.file(std::string(table) + ".tcdb");
+    std::filesystem::copy_file(good, path);
+    sql(path, (std::string("UPDATE ") + table + " SET dur = -9223372036854775807 - 1").c_str());
+    for (std::vector<std::string> args : {std::vector<std::string>{path}, {path, "--json"}, {"recompiles", path}, {"evals", path},
+                                          {"memory", path}, {"suggest", path}, {"diff", path, path}}) {
+      Exit e = analyze(args);
+      EXPECT_EQ(e.code, 5) << table << " " << args[0] << ": " << e.err;
+      EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+      EXPECT_NE(e.err.find("values out of range"), std::string::npos) << e.err;
+      EXPECT_TRUE(e.out.empty()) << e.out;
+    }
+  }
+}
+
+// The rows of `statement` on `path`, each row's columns joined by '|' (NULL as "NULL").
+std::vector<std::string> rows(const std::string& path, std::string_view statement) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, statement.data(), static_cast<int>(statement.size()), &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::vector<std::string> out;
+  while (st && sqlite3_step(st) == SQLITE_ROW) {
+    std::string row;
+    for (int c = 0; c < sqlite3_column_count(st); ++c) {
+      const unsigned char* t = sqlite3_column_text(st, c);
+      row += (c ? "|" : "") + (t ? std::string(reinterpret_cast<const char*>(t)) : std::string("NULL"));
+    }
+    out.push_back(row);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// #27: `recompiles` took 113 s on 50k compilations: a subquery per compilation
+// scanned compilation_inputs whole. Its query now groups the inputs once and
+// joins them by graph_id through an index, with the same rows as before.
+TEST(Analyze, RecompilesJoinsTheShapeChangesOnceWithTheOldRows) {
+  TempDir dir;
+  std::string path = record_training(dir, "many.tcdb", 1);
+  // 3,000 more compilations: graph 1000+k, with 0, 1 or more shape changes (of two threads, in no graph_id order), a diff on every 5th.
+  sql(path,
+      "WITH RECURSIVE n(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM n WHERE k < 2999) "
+      "INSERT INTO compilations (utid, ts, dur, graph_id, step, signature, shape_erased, reason, trigger, loc_id, nodes_before, nodes_after, "
+      "kernels, passes_ns, codegen_ns, build_ns, cache, diff, source_path, framework, frame, failure) "
+      "SELECT 1, 9000000000000 + 1000 * k, 500 + k, 1000 + k, k, 's' || k, 'e', 'shape_change', 'mark_step', NULL, 10, 5, 2, 1, 1, 1, 'built', "
+      "CASE WHEN k % 5 = 0 THEN 'ops ' || k ELSE NULL END, NULL, 'tc', NULL, NULL FROM n");
+  sql(path,
+      "WITH RECURSIVE n(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM n WHERE k < 3999) "
+      "INSERT INTO compilation_inputs (utid, graph_id, input, dim, old_value, new_value, dynamic) "
+      "SELECT 1 + k % 2, 1000 + (k * 7) % 2500, 'x' || (k % 3), k % 4, k, k + 1, 0 FROM n");
+  const std::string old_sql =
+      "SELECT c.ts, c.graph_id, c.step, c.reason, c.dur, (SELECT group_concat(input || '[' || dim || '] ' || old_value || '->' || "
+      "new_value, ', ') FROM compilation_inputs i WHERE i.graph_id = c.graph_id), c.diff FROM compilations c ORDER BY c.ts";
+  std::vector<std::string> now = rows(path, tc::cli::kCompilationsSql), before = rows(path, old_sql);
+  ASSERT_GT(now.size(), 3000u);
+  EXPECT_EQ(now, before);
+  // No subquery per row: compilation_inputs is read once, and the join looks graph_id up in an index.
+  std::vector<std::string> plan = rows(path, "EXPLAIN QUERY PLAN " + std::string(tc::cli::kCompilationsSql));
+  int input_scans = 0;
+  bool search = false;
+  for (const std::string& line : plan) {
+    EXPECT_EQ(line.find("CORRELATED"), std::string::npos) << line;
+    input_scans += line.find("compilation_inputs") != std::string::npos;
+    search |= line.find("SEARCH") != std::string::npos && line.find("(graph_id=?)") != std::string::npos;
+  }
+  EXPECT_EQ(input_scans, 1);
+  EXPECT_TRUE(search) << "the join is an index lookup";
+  Exit e = analyze({"recompiles", path});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("ops "), std::string::npos) << "a diff where there are no shape changes";
+  EXPECT_NE(e.out.find("] 0->1, "), std::string::npos) << "several shape changes";
+  EXPECT_GT(tc::test::count_lines(e.out), 3000);
 }
 
 // Names with invalid UTF-8 and terminal escapes, in a store written here.

@@ -241,6 +241,24 @@ TEST(store_reader, QueryErrorsAreStatusesNotCrashes) {
   EXPECT_EQ(moved.i64(0), 2);
 }
 
+// #27: a sum past 64 bits over the store's own values is damage (5), not bad usage (2).
+TEST(store_reader, IntegerOverflowInAQueryIsADamagedStore) {
+  ScratchDir dir;
+  const std::string path = dir.path("run.tcdb");
+  testing::write_sample_store(path, 3);
+  write_sqlite_file(path, "UPDATE ranges SET dur = -9223372036854775807 - 1 WHERE id < 3");
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto q = r->query("SELECT sum(dur) FROM ranges");
+  EXPECT_FALSE(q.next());
+  EXPECT_EQ(q.status().code(), StatusCode::kCorrupt) << q.status().message();
+  expect_one_line_naming(q.status(), path);
+  EXPECT_NE(q.status().message().find("values out of range"), std::string::npos) << q.status().message();
+  EXPECT_EQ(r->scalar_i64("SELECT abs(dur) FROM ranges WHERE id = 1").status().code(), StatusCode::kCorrupt);
+  // Bad SQL stays bad usage.
+  EXPECT_EQ(r->scalar_i64("SELECT sum(nope) FROM ranges").status().code(), StatusCode::kInvalidArgument);
+}
+
 // A store of schema v1 (before executions.execution_id) still opens; has()
 // says which columns its version lacks.
 TEST(store_reader, OpensAStoreOfAnOlderVersion) {

@@ -133,6 +133,24 @@ StatusOr<Loaded> load(const std::string& path, const Options& options, size_t in
 
 std::string of_job(const RankIdentity& id) { return id.job.empty() ? std::string() : " of job " + id.job; }
 
+// Whether the store could have recorded id (store_ranks' contract in job.h).
+Status check_rank(const std::string& path, const RankIdentity& id) {
+  const std::string where = path + ": damaged store: " + (id.from_dist ? "its ranks row" : "its launcher's variables (run_env)");
+  const std::string fix = "; record the run again";
+  const bool world_ok = id.from_dist ? id.world_size >= 1 && id.world_size <= kMaxWorldSize : id.world_size >= 0 && id.world_size <= kMaxWorldSize;
+  if (id.rank < 0 || id.rank >= kMaxWorldSize || !world_ok || (id.world_size > 0 && id.rank >= id.world_size)) {
+    return Status(StatusCode::kCorrupt, where + " says rank " + std::to_string(id.rank) + " of a world of " + std::to_string(id.world_size) +
+                                            " (tc accepts 0 <= rank < world size <= " + std::to_string(kMaxWorldSize) + ")" + fix);
+  }
+  auto out_of_range = [](int64_t v, int64_t low) { return v < low || v > kMaxClockOffsetNs; };
+  if (out_of_range(id.clock_offset_ns, -kMaxClockOffsetNs) || out_of_range(id.clock_error_ns, 0)) {
+    return Status(StatusCode::kCorrupt, where + " says rank " + std::to_string(id.rank) + "'s clock is " + std::to_string(id.clock_offset_ns) +
+                                            " ns from rank 0's, +-" + std::to_string(id.clock_error_ns) + " (tc accepts at most " +
+                                            std::to_string(kMaxClockOffsetNs) + " ns, 10 years, either way)" + fix);
+  }
+  return Status::Ok();
+}
+
 // Each rank's own findings and notes, the same ones merged into one that
 // names its ranks.
 void merge_rank_findings(JobReport& job) {
@@ -222,13 +240,14 @@ StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& r) {
     TC_RETURN_IF_ERROR(q.status());
   }
   if (out.size() == 1) out[0].upid = 0;  // one rank: the whole store is its
-  if (!out.empty()) return out;
-  if (place.rank < 0) return out;
-  RankIdentity id;
-  id.rank = place.rank;
-  id.world_size = place.size;
-  id.job = env_job;
-  out.push_back(std::move(id));
+  if (out.empty() && place.rank >= 0) {
+    RankIdentity id;
+    id.rank = place.rank;
+    id.world_size = place.size;
+    id.job = env_job;
+    out.push_back(std::move(id));
+  }
+  for (const RankIdentity& id : out) TC_RETURN_IF_ERROR(check_rank(r.path(), id));
   return out;
 }
 

@@ -160,7 +160,16 @@ bool Query::next() {
   int rc = sqlite3_step(impl_->stmt);
   if (rc == SQLITE_ROW) return true;
   impl_->done = true;
-  if (rc != SQLITE_DONE) impl_->status = read_error(sqlite3_db_handle(impl_->stmt), rc, *impl_->path, impl_->has_wal);
+  if (rc == SQLITE_DONE) return false;
+  sqlite3* db = sqlite3_db_handle(impl_->stmt);
+  // A statement that prepared fails while running with "integer overflow"
+  // only on the store's values (sum() or abs() past 64 bits): damage, not usage.
+  if ((rc & 0xff) == SQLITE_ERROR && std::strcmp(sqlite3_errmsg(db), "integer overflow") == 0) {
+    impl_->status = Status(StatusCode::kCorrupt, *impl_->path + ": damaged store: it holds values out of range (integer overflow adding up its "
+                                                                "times, e.g. a negative or huge dur); record the run again");
+  } else {
+    impl_->status = read_error(db, rc, *impl_->path, impl_->has_wal);
+  }
   return false;
 }
 

@@ -9,7 +9,8 @@
 //
 // Which rank a store is: its `ranks` row (tc::dist::init), else the
 // launcher's variables in run_env (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE;
-// the job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID). A
+// the job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID with
+// SLURM_STEP_ID, "1234.0": tc/trace/launcher.h). A
 // store may hold several ranks (one launcher over several processes): each
 // `ranks` row is then one rank, its rows those of its process.
 //
@@ -45,8 +46,21 @@ struct RankIdentity {
   bool from_dist = false;   // from a `ranks` row (else from run_env)
 };
 
+// What a store may say of its ranks. A world is at most 2^20 ranks. Clock
+// offsets are bounded by 10 years either way, not less: CLOCK_MONOTONIC
+// counts from boot, so two hosts differ by the difference of their uptimes
+// (months are legitimate); within the bound, ts + offset cannot overflow
+// for any ts a run records (under 280 years of uptime).
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxClockOffsetNs = int64_t{315'576'000} * 1'000'000'000;  // 10 years of 365.25 days
+
 // Every rank a store names: its `ranks` rows by rank, else one from
-// run_env, else none.
+// run_env, else none. kCorrupt, one line naming store.path(), for a rank the
+// store cannot hold: outside 0 <= rank < world_size <= kMaxWorldSize (a
+// `ranks` row must give its world; run_env may leave it unknown, 0), or a
+// clock_offset_ns or clock_error_ns beyond kMaxClockOffsetNs (an error below
+// 0 too). Every reader of a job's stores (analyze_job, tc-analyze, the
+// timeline's load_job_timeline) goes through here.
 StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& store);
 
 // Refuses, with one kInvalidArgument line, stores that are not one job:

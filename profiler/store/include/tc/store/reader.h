@@ -38,7 +38,9 @@ class Query {
   int64_t i64(int col) const;
   double f64(int col) const;
   std::string_view text(int col) const;  // valid until the next call to next()
-  // After next() returned false: ok at the end, else why the query failed.
+  // After next() returned false: ok at the end, else why the query failed:
+  // kInvalidArgument for bad SQL, kCorrupt for a damaged store, including
+  // values whose arithmetic overflows 64 bits (SQLite's "integer overflow").
   const Status& status() const;
 
   Query(Query&&) noexcept;

@@ -5,7 +5,9 @@
 //
 // The variables, in the order they are trusted: Open MPI's
 // OMPI_COMM_WORLD_RANK/SIZE, else PMI_RANK/PMI_SIZE (MPICH, Slurm's PMI); the
-// job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID. One list
+// job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID, the last
+// with its SLURM_STEP_ID as Slurm writes them ("1234.0"): two srun steps of
+// one allocation are two jobs, whose ranks 0 are two processes. One list
 // for every reader: tc-profile (naming its store per rank, recording them in
 // run_env), tc::dist (the world size), and the analysis (a store's rank from
 // its run_env). Standard library only.
@@ -19,8 +21,9 @@ namespace tc::trace::launcher {
 
 inline constexpr std::string_view kJobVariables[] = {"PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID"};
 // Every variable tc records in run_env besides TC_*.
-inline constexpr std::string_view kVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",     "PMI_SIZE",
-                                                  "PMIX_NAMESPACE",       "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID", "SLURM_PROCID"};
+inline constexpr std::string_view kVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",      "PMI_SIZE",
+                                                  "PMIX_NAMESPACE",       "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID",  "SLURM_STEP_ID",
+                                                  "SLURM_PROCID"};
 
 inline bool is_variable(std::string_view name) {
   for (std::string_view v : kVariables)
@@ -31,7 +34,7 @@ inline bool is_variable(std::string_view name) {
 struct Place {
   int rank = -1;    // -1: no launcher
   int size = 0;     // 0: unknown
-  std::string job;  // "" when unknown
+  std::string job;  // "" when unknown; Slurm's "JOB.STEP" when SLURM_STEP_ID is set
 };
 
 // A getter for place(): the process's environment.
@@ -60,6 +63,8 @@ Place place(Get&& get) {
   for (std::string_view v : kJobVariables) {
     if (const char* s = get(v); s && *s) {
       p.job = s;
+      const char* step = v == "SLURM_JOB_ID" ? get("SLURM_STEP_ID") : nullptr;
+      if (step && *step) p.job += "." + std::string(step);
       break;
     }
   }
