@@ -103,6 +103,7 @@ class Document {
   // Level of detail for the current view; cheap when nothing changed.
   void prepare();
   void invalidate_prepared() { frame_cache_.invalidate(); }
+  void show_rows(size_t first, size_t last) { frame_cache_.show_rows(first, last); }  // FrameCache::show_rows
   const Prepared& prepared() const { return frame_cache_.frame(); }
 
  private:

@@ -182,6 +182,8 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   tl.end_ts = ld.max_end;
   detail::assemble_lanes(ld);
   std::erase_if(tl.lanes, [](const Lane& l) { return l.tracks.empty(); });
+  for (Lane& lane : tl.lanes) lane.tracks.shrink_to_fit();  // one lane may hold a track per depth
+  tl.lanes.shrink_to_fit();
   settle_collectives(&tl);  // counts tl.event_count
   return tl;
 }
