@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the store reader + analysis, the --fail-on parser, and the collector
-# over scribbled ring memory with libFuzzer (clang, ASan + UBSan) for a
-# CI-sized run. Seeds are real stores recorded by
+# Fuzzes the store reader + analysis, the --fail-on parser, the collector
+# over scribbled ring memory, and tc-viewer's timeline model over damaged
+# stores with libFuzzer (clang, ASan + UBSan) for a CI-sized run. Seeds are real stores recorded by
 # the normal build in $1 (default: build). FUZZ_SECONDS per target (default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,12 +9,34 @@ build=${1:-build}
 seconds=${FUZZ_SECONDS:-45}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DTC_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build-fuzz fuzz_store fuzz_fail_on fuzz_rings
+ninja -C build-fuzz fuzz_store fuzz_fail_on fuzz_rings fuzz_timeline
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus/store" "$corpus/fail_on" "$corpus/rings"
 "$build/bin/tc-profile" -q -o "$corpus/store/train.tcdb" -- "$build/bin/tc-test-train" --steps 2 >/dev/null
 "$build/bin/tc-profile" -q -o "$corpus/store/recorder.tcdb" -- "$build/bin/tc-test-recorder" --events 60 --threads 2 --end abort >/dev/null 2>&1 || true
+# Timeline seeds: the stores above, and the viewer's demo store (NVTX,
+# kernels, memory, collectives) as one rank and as a store of two ranks
+# (two processes, two ranks rows: the job merge).
+mkdir -p "$corpus/timeline"
+cp "$corpus/store/"*.tcdb "$corpus/timeline/"
+if [ -x "$build/bin/tc-bench-viewer" ]; then
+  "$build/bin/tc-bench-viewer" --write-only "$corpus/timeline/demo.tcdb" --events 400 --threads 2 >/dev/null
+  if command -v python3 >/dev/null; then
+    python3 - "$corpus/timeline/demo.tcdb" "$corpus/timeline/ranks.tcdb" <<'PY'
+import shutil, sqlite3, sys
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+db.execute("INSERT INTO processes (upid, pid, name, start_ts, end_ts) SELECT 2, pid + 1, name, start_ts, end_ts FROM processes WHERE upid = 1")
+db.execute("INSERT INTO threads (utid, upid, tid, name) VALUES (99, 2, 4242, 'rank1')")
+db.execute("UPDATE ranges SET utid = 99 WHERE id % 3 = 0")
+db.execute("DELETE FROM ranks")
+first = db.execute("SELECT min(utid) FROM threads WHERE upid = 1").fetchone()[0]
+db.execute("INSERT INTO ranks (utid, rank, world_size, host, job, clock_offset_ns, clock_error_ns) VALUES (?, 0, 2, 'a', 'j', 0, 10), (99, 1, 2, 'b', 'j', 5000, 10)", (first,))
+db.commit()
+PY
+  fi
+fi
 printf 'recompilations>2' >"$corpus/fail_on/a"
 printf 'compile_share>=0.2, explicit_evaluations>0' >"$corpus/fail_on/b"
 printf 'steps!=1e3' >"$corpus/fail_on/c"
@@ -48,4 +70,5 @@ fuzz() {
 fuzz fuzz_store "store reader + analysis" -max_len=400000 -timeout=20 "$corpus/store"
 fuzz fuzz_fail_on "--fail-on parser" -max_len=256 "$corpus/fail_on"
 fuzz fuzz_rings "collector over scribbled ring memory" -max_len=1024 -len_control=0 -timeout=20 "$corpus/rings"
+fuzz fuzz_timeline "tc-viewer's timeline model over damaged stores" -max_len=400000 -timeout=20 -rss_limit_mb=2048 "$corpus/timeline"
 echo "== fuzz: no crash, no sanitizer report"

@@ -70,6 +70,7 @@ class Document {
   State state() const { return state_; }
   const std::string& path() const { return path_; }    // the paths, space-separated
   const std::string& error() const { return error_; }  // the one-line Status message
+  StatusCode error_code() const { return error_code_; }  // its code (kCorrupt: a damaged store)
   const std::string& warning() const { return warning_; }  // e.g. the ranks of the job that were not given
   const Timeline* timeline() const { return timeline_.get(); }
   double load_s() const { return load_s_; }
@@ -103,11 +104,13 @@ class Document {
   // Level of detail for the current view; cheap when nothing changed.
   void prepare();
   void invalidate_prepared() { frame_cache_.invalidate(); }
+  void show_rows(size_t first, size_t last) { frame_cache_.show_rows(first, last); }  // FrameCache::show_rows
   const Prepared& prepared() const { return frame_cache_.frame(); }
 
  private:
   State state_ = State::kEmpty;
   std::string path_, error_, warning_, findings_error_;
+  StatusCode error_code_ = StatusCode::kOk;
   std::vector<std::string> paths_;
   std::vector<uint8_t> collapsed_, hidden_lanes_;
   std::unique_ptr<Timeline> timeline_;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "app.h"
@@ -58,6 +59,7 @@ void Document::open(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) path_ += (path_.empty() ? "" : " ") + p;
   state_ = State::kLoading;
   error_.clear();
+  error_code_ = StatusCode::kOk;
   // A quick load without the ranges puts the run on screen at once; the full
   // load replaces it when done.
   // One after the other, so that the quick one has the machine to itself.
@@ -75,6 +77,7 @@ void Document::take(Loaded loaded, bool full) {
     // The previous store (if any) stays on screen under the error line.
     state_ = timeline_ ? State::kReady : State::kFailed;
     error_ = loaded.timeline.status().message();
+    error_code_ = loaded.timeline.status().code();
     return;
   }
   const bool had_quick = timeline_ && !timeline_->ranges_loaded && timeline_->paths == paths_;
@@ -83,9 +86,15 @@ void Document::take(Loaded loaded, bool full) {
   state_ = State::kReady;
   frame_cache_.invalidate();
   warning_.clear();
-  if (std::vector<int64_t> missing = missing_ranks(*timeline_); !missing.empty()) {
-    warning_ = analysis::rank_set(missing, 0) + " of the job's " + std::to_string(timeline_->world_size) + " " + (missing.size() == 1 ? "is" : "are") +
+  if (std::vector<int64_t> missing = missing_ranks(*timeline_, 64); !missing.empty()) {
+    const int64_t count = missing_rank_count(*timeline_), more = count - static_cast<int64_t>(missing.size());
+    warning_ = analysis::rank_set(missing, 0) + (more > 0 ? " and " + std::to_string(more) + " more" : "") + " of the job's " +
+               std::to_string(timeline_->world_size) + " " + (count == 1 ? "is" : "are") +
                " missing: open every rank's store (run.rank*.tcdb) to see all the waits";
+  }
+  if (const Timeline::Skipped& s = timeline_->skipped; s.events > 0 || s.locations > 0) {
+    warning_ += std::string(warning_.empty() ? "" : "; ") + "damaged store: skipped " + std::to_string(s.events) +
+                " events with times beyond 73 years and " + std::to_string(s.locations) + " locations with ids out of range";
   }
   if (collapsed_.size() != timeline_->ranks.size() || !had_quick) collapsed_.assign(timeline_->ranks.size(), 0);
   hidden_lanes_.assign(timeline_->lanes.size(), 0);
@@ -137,12 +146,27 @@ void Document::wait(bool findings) {
   poll();
 }
 
+namespace {
+
+// Saturating: a view asked for around an event of a damaged store's extreme
+// times must not wrap (the model's times are within ±2^62, timeline.h).
+int64_t add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+int64_t sub_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+}  // namespace
+
 void Document::set_view(int64_t t0, int64_t t1) {
   if (!timeline_) return;
   const int64_t span = timeline_->end_ts - timeline_->start_ts;
   const int64_t margin = std::max<int64_t>(span / 20, 1);
-  t1 = std::max(t1, t0 + 10);  // 10 ns is as far as one can zoom in
-  int64_t w = std::min(t1 - t0, span + 2 * margin);
+  t1 = std::max(t1, add_sat(t0, 10));  // 10 ns is as far as one can zoom in
+  int64_t w = std::min(sub_sat(t1, t0), span + 2 * margin);
   t0 = std::clamp(t0, timeline_->start_ts - margin, timeline_->end_ts + margin - w);
   view.t0 = t0;
   view.t1 = t0 + w;
@@ -156,10 +180,15 @@ void Document::fit_all() {
 }
 
 void Document::zoom(double factor, double around) {
-  double w = static_cast<double>(view.t1 - view.t0);
-  double pivot = view.t0 + around * w;
-  double nw = std::max(10.0, w * factor);
-  int64_t t0 = static_cast<int64_t>(std::llround(pivot - around * nw));
+  if (!timeline_) return;
+  // In long double (64-bit mantissa: exact for int64), within the run and its
+  // margins, so that zooming out of an extreme store's run does not overflow.
+  const long double span = static_cast<long double>(timeline_->end_ts - timeline_->start_ts);
+  const long double lo = timeline_->start_ts - span / 10, hi = timeline_->end_ts + span / 10;
+  long double w = static_cast<long double>(view.t1 - view.t0);
+  long double pivot = view.t0 + around * w;
+  long double nw = std::clamp(w * factor, 10.0L, hi - lo);
+  int64_t t0 = static_cast<int64_t>(std::llround(std::clamp(pivot - around * nw, lo, hi - nw)));
   set_view(t0, t0 + static_cast<int64_t>(nw));
 }
 
@@ -203,8 +232,8 @@ EventRef Document::find(TrackKind kind, uint32_t ref, int64_t ts) const {
 }
 
 void Document::zoom_to(int64_t ts, int64_t end) {
-  int64_t d = std::max<int64_t>(end - ts, 1000);
-  set_view(ts - d, end + d);  // the event in the middle third
+  int64_t d = std::max<int64_t>(sub_sat(end, ts), 1000);
+  set_view(sub_sat(ts, d), add_sat(end, d));  // the event in the middle third
 }
 
 void Document::select(EventRef e, bool move_view) {
@@ -229,8 +258,8 @@ void Document::select_finding(int i) {
   selected_finding = i;
   int64_t t0 = 0, t1 = 0;
   if (timeline_ && anchor_extent(*timeline_, findings_[i].anchors_ts, &t0, &t1)) {
-    const int64_t pad = std::max<int64_t>((t1 - t0) / 10, 1000);
-    set_view(t0 - pad, t1 + pad);
+    const int64_t pad = std::max<int64_t>(sub_sat(t1, t0) / 10, 1000);
+    set_view(sub_sat(t0, pad), add_sat(t1, pad));
   }
 }
 

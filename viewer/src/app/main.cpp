@@ -254,7 +254,7 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
                 commands);
   } else {
     std::fprintf(stderr, "tc-viewer: %s\n", doc.error().c_str());
-    exit_code = 4;
+    exit_code = doc.error_code() == tc::StatusCode::kCorrupt ? 5 : 4;  // 5: a damaged store
   }
   doc.wait(true);  // findings in the picture too
   if (app.panel == Panel::kStatistics) choose_statistics_row(doc, 0);  // the top kernel's histogram

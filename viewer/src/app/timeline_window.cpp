@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -142,6 +143,8 @@ class LanesPass {
   bool lanes_hovered_ = false;
   int toggle_ = -1;                           // the rank whose header was clicked
   std::vector<std::pair<float, int>> rows_;  // visible tracks: top, and row in the frame's pixels
+  size_t row_ = 0;                            // the next track's row, counted as FrameCache::show_rows counts
+  size_t shown_first_ = SIZE_MAX, shown_last_ = 0;  // the visible ones
 };
 
 void LanesPass::draw() {
@@ -172,6 +175,7 @@ void LanesPass::draw() {
   split_.Merge(ldl_);
   ImGui::Dummy(ImVec2(kLabelWidth + w_.width_px, y_ - y_start));
   ImGui::EndChild();
+  doc_.show_rows(std::min(shown_first_, shown_last_), shown_last_);  // the next frame's rows with pixels
   if (toggle_ >= 0) doc_.set_collapsed(toggle_, !doc_.collapsed(toggle_));  // after drawing: the next frame's rows follow
 }
 
@@ -204,12 +208,13 @@ void LanesPass::lane(size_t l) {
   ldl_->AddText(ImVec2(top_left_.x + 4 + indent, y_ + 2), IM_COL32(235, 235, 235, 255), lane.name.c_str());
   channel(0);
   y_ += kLaneHeader;
-  for (size_t k = 0; k < lane.tracks.size(); ++k) {
+  for (size_t k = 0; k < lane.tracks.size(); ++k, ++row_) {
     const Track& t = lane.tracks[k];
     if (t.domain >= 0 && (k == 0 || lane.tracks[k - 1].domain != t.domain)) domain_row(t);
     const float ty = y_;
     y_ += kTrackHeight;
     if (ty > clip_bottom_ || y_ < clip_top_) continue;
+    shown_first_ = std::min(shown_first_, row_), shown_last_ = row_ + 1;
     channel(1);
     ldl_->AddText(ImVec2(top_left_.x + 12 + indent, ty + 1), IM_COL32(170, 170, 170, 255), t.name.c_str());
     ldl_->PushClipRect(ImVec2(x0_, ty), ImVec2(x0_ + w_.width_px, ty + kTrackHeight), true);
@@ -238,7 +243,7 @@ void LanesPass::domain_row(const Track& t) {
 // here: markers, hatching and labels over it, and what the mouse is on.
 void LanesPass::track(size_t l, size_t k, float ty) {
   const bool mouse_here = over_canvas_ && mouse_.y >= ty && mouse_.y < ty + kTrackHeight;
-  rows_.push_back({ty, p_.row_of[l][k]});
+  if (p_.row_of[l][k] >= 0) rows_.push_back({ty, p_.row_of[l][k]});  // else no pixels this frame (the frame's window is elsewhere)
   items(l, k, ty, mouse_here);
   selection(l, k, ty);
 }

@@ -14,6 +14,7 @@ Status read_instants(Load& ld) {
   auto q = reader.query("SELECT utid, ts, loc_id, arg FROM instants");
   while (q.next()) {
     int64_t ts = q.i64(1), loc = q.i64(2);
+    if (!ld.keep(ts)) continue;
     see(ts, ts + 1);
     if (const NvtxSite* site = tl.nvtx_site(loc)) {
       nvtx_pending[{q.i64(0), site->domain}].marks.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);

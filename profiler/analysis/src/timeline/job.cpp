@@ -71,7 +71,7 @@ struct Merge {
 
   explicit Merge(std::vector<Part>& p) : parts(p), lane_offset(p.size()), group_of(p.size()), store_offset(p.size(), 0) {}
   void domains();
-  void group_lanes();
+  Status group_lanes();
   void locations(detail::StoreMerge& sm);
   void nvtx_sites(detail::StoreMerge& sm, const std::vector<int>& domain_map);
   void store(size_t s);
@@ -92,12 +92,16 @@ void Merge::domains() {
 }
 
 // Which rank each lane is: by its process in a store of several ranks, else the store's one (rank 0 of a world of 1 without one).
-void Merge::group_lanes() {
+Status Merge::group_lanes() {
   for (size_t s = 0; s < parts.size(); ++s) {
     Timeline& t = **parts[s].tl;
     const auto& ranks = parts[s].ranks;
     if (!ranks.empty()) store_offset[s] = ranks.front().clock_offset_ns;
     for (const auto& id : ranks) {
+      if (id.clock_offset_ns < -kClockOffsetLimit || id.clock_offset_ns > kClockOffsetLimit) {
+        return Status(StatusCode::kCorrupt, parts[s].path + ": rank " + std::to_string(id.rank) + "'s clock offset of " +
+                                                std::to_string(id.clock_offset_ns) + " ns is beyond 2^60 ns either way: a damaged store");
+      }
       if (!id.job.empty() && m.job.empty()) m.job = id.job;
       m.world_size = std::max(m.world_size, id.world_size);
     }
@@ -123,6 +127,7 @@ void Merge::group_lanes() {
     }
   }
   if (m.world_size == 0) m.world_size = static_cast<int64_t>(groups.size());
+  return Status::Ok();
 }
 
 // Locations: one id per (name, file, function, line) over every store; the first store's keep theirs.
@@ -199,6 +204,8 @@ void Merge::store(size_t s) {
   }
   for (OutOfMemory o : t.out_of_memory) o.ts += store_offset[s], m.out_of_memory.push_back(o);
   m.capacity_bytes = std::max(m.capacity_bytes, t.capacity_bytes);
+  m.skipped.events += t.skipped.events;
+  m.skipped.locations += t.skipped.locations;
 }
 
 // Lanes by group.
@@ -251,7 +258,7 @@ void Merge::extent() {
   m.end_ts = std::max(hi, lo + 1);
 }
 
-Timeline merge(std::vector<Part>& parts) {
+StatusOr<Timeline> merge(std::vector<Part>& parts) {
   Merge mg(parts);
   Timeline& m = mg.m;
   m.load_id = new_load_id();
@@ -261,7 +268,7 @@ Timeline merge(std::vector<Part>& parts) {
     m.path += (m.path.empty() ? "" : " ") + p.path;
   }
   mg.domains();
-  mg.group_lanes();
+  TC_RETURN_IF_ERROR(mg.group_lanes());
   for (size_t s = 0; s < parts.size(); ++s) mg.store(s);
   mg.lanes();
   for (int k = 0; k < detail::kKinds; ++k) {
@@ -305,16 +312,37 @@ StatusOr<Timeline> load_job_timeline(const std::vector<std::string>& paths, cons
   return merge(parts);
 }
 
-std::vector<int64_t> missing_ranks(const Timeline& tl) {
+// The ranks of [0, world_size) tl has lanes for, ascending, once each.
+std::vector<int64_t> ranks_in_world(const Timeline& tl) {
+  std::vector<int64_t> have;
+  for (const RankGroup& g : tl.ranks)
+    if (g.rank >= 0 && g.rank < tl.world_size) have.push_back(g.rank);
+  std::sort(have.begin(), have.end());
+  have.erase(std::unique(have.begin(), have.end()), have.end());
+  return have;
+}
+
+std::vector<int64_t> missing_ranks(const Timeline& tl, size_t limit) {
+  const std::vector<int64_t> have = ranks_in_world(tl);
   std::vector<int64_t> out;
-  for (int64_t r = 0; r < tl.world_size; ++r) {
-    bool have = std::any_of(tl.ranks.begin(), tl.ranks.end(), [&](const RankGroup& g) { return g.rank == r; });
-    if (!have) out.push_back(r);
+  auto next = have.begin();
+  for (int64_t r = 0; r < tl.world_size && out.size() < limit; ++r) {
+    if (next != have.end() && *next == r) ++next;
+    else out.push_back(r);
   }
   return out;
 }
 
-bool anchor_extent(const Timeline& tl, const std::vector<int64_t>& anchors_ts, int64_t* t0, int64_t* t1) {
+int64_t missing_rank_count(const Timeline& tl) {
+  return std::max<int64_t>(tl.world_size, 0) - static_cast<int64_t>(ranks_in_world(tl).size());
+}
+
+bool anchor_extent(const Timeline& tl, const std::vector<int64_t>& all_anchors_ts, int64_t* t0, int64_t* t1) {
+  // A finding's anchors come from the analysis of the same stores: those
+  // beyond the model's times (a damaged store's) are left out.
+  std::vector<int64_t> anchors_ts;
+  for (int64_t a : all_anchors_ts)
+    if (a >= -kTimeLimit - kClockOffsetLimit && a < kTimeLimit + kClockOffsetLimit) anchors_ts.push_back(a);
   if (anchors_ts.empty()) return false;
   int64_t lo = *std::min_element(anchors_ts.begin(), anchors_ts.end()), hi = *std::max_element(anchors_ts.begin(), anchors_ts.end()) + 1;
   auto add_step = [&](int64_t step) {

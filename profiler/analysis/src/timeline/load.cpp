@@ -20,10 +20,15 @@ void permute(std::vector<T>* v, const std::vector<uint32_t>& order) {
 
 // Locations, by id.
 Status read_locations(Load& ld) {
+  auto bound = location_id_bound(ld.reader);
+  TC_RETURN_IF_ERROR(bound.status());
   auto q = ld.reader.query("SELECT id, name, file, function, line FROM locations ORDER BY id");
   while (q.next()) {
     int64_t id = q.i64(0);
-    if (id < 0 || id > (1 << 24)) continue;
+    if (id < 0 || id >= *bound) {
+      ++ld.tl.skipped.locations;
+      continue;
+    }
     if (ld.tl.locations.size() <= static_cast<size_t>(id)) ld.tl.locations.resize(id + 1);
     Location& l = ld.tl.locations[id];
     l.name = q.text(1);
@@ -45,7 +50,7 @@ Status read_lanes(Load& ld) {
     lane.upid = q.i64(1);
     lane.tid = q.i64(2);
     lane.pid = q.i64(4);
-    lane.process_end = q.i64(6);
+    lane.process_end = in_time_range(q.i64(6)) ? q.i64(6) : 0;  // 0: unknown
     std::string process = q.text(5).empty() ? "process" : std::string(q.text(5));
     std::string thread = q.text(3).empty() ? "thread" : std::string(q.text(3));
     lane.name = process + " " + std::to_string(lane.pid) + " / " + thread + " " + std::to_string(lane.tid);
@@ -156,6 +161,13 @@ Lane& Load::lane_for(int64_t utid) {
 
 }  // namespace detail
 
+StatusOr<int64_t> location_id_bound(const store::Reader& reader) {
+  auto q = reader.query("SELECT count(*) FROM locations");
+  const int64_t rows = q.next() ? q.i64(0) : 0;
+  TC_RETURN_IF_ERROR(q.status());
+  return std::min<int64_t>(2 * std::max<int64_t>(rows, 0) + 65536, int64_t{1} << 24);
+}
+
 StatusOr<Timeline> load_timeline(const std::string& path, const LoadOptions& options) {
   auto reader = store::Reader::open(path);
   if (!reader.ok()) return reader.status();
@@ -182,6 +194,8 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   tl.end_ts = ld.max_end;
   detail::assemble_lanes(ld);
   std::erase_if(tl.lanes, [](const Lane& l) { return l.tracks.empty(); });
+  for (Lane& lane : tl.lanes) lane.tracks.shrink_to_fit();  // one lane may hold a track per depth
+  tl.lanes.shrink_to_fit();
   settle_collectives(&tl);  // counts tl.event_count
   return tl;
 }

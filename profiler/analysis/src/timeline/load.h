@@ -37,8 +37,15 @@ struct Pending {
   void take(const Pending& o, size_t i);
 };
 
-// end of a [ts, ts+dur) event: at least one ns, so point events are visible.
-inline int64_t end_of(int64_t ts, int64_t dur) { return dur < 0 ? kOpen : ts + std::max<int64_t>(dur, 1); }
+// A store's time the model takes (timeline.h: kTimeLimit).
+inline bool in_time_range(int64_t ts) { return ts >= -kTimeLimit && ts < kTimeLimit; }
+
+// A duration from an in-range ts, cut so that the event ends by kTimeLimit.
+inline int64_t bounded_dur(int64_t ts, int64_t dur) { return std::min(dur, kTimeLimit - ts); }
+
+// end of a [ts, ts+dur) event (ts in range): at least one ns, so point events
+// are visible, and at most kTimeLimit.
+inline int64_t end_of(int64_t ts, int64_t dur) { return dur < 0 ? kOpen : ts + bounded_dur(ts, std::max<int64_t>(dur, 1)); }
 
 // The track of p's events sorted by ts; an open end becomes run_end.
 Track finish_track(Pending&& p, TrackKind kind, int depth, std::string name, int64_t run_end);
@@ -50,6 +57,7 @@ struct RangeChunk {
   std::map<std::pair<int64_t, int>, Pending> nvtx;
   Status status;
   int64_t min_ts = kOpen, max_end = std::numeric_limits<int64_t>::min();
+  int64_t skipped = 0;  // rows out of time range
 };
 
 // One load in progress: the Timeline's records, filled by the readers below,
@@ -75,9 +83,18 @@ struct Load {
     min_ts = std::min(min_ts, ts);
     if (end != kOpen) max_end = std::max(max_end, end);
   }
-  // A record of [ts, ts + dur) on thread utid: one more event of its track.
+  // The event at ts is one to keep; else it is counted as skipped.
+  bool keep(int64_t ts) {
+    if (in_time_range(ts)) return true;
+    ++tl.skipped.events;
+    return false;
+  }
+  // A record of [ts, ts + dur) on thread utid: one more event of its track
+  // (skipped out of time range).
   template <typename T>
   void add(TrackKind kind, int64_t utid, std::vector<T>& records, T record, int64_t arg = 0, bool with_arg = false) {
+    if (!keep(record.ts)) return;
+    record.dur = bounded_dur(record.ts, record.dur);
     const int64_t end = end_of(record.ts, record.dur);
     see(record.ts, end);
     pending[utid][static_cast<size_t>(kind)].add(record.ts, end, static_cast<uint32_t>(records.size()), arg, with_arg);

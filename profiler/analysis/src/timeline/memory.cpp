@@ -29,6 +29,7 @@ Status read_memory(Load& ld) {
   auto q = reader.query(
       "SELECT ts, step, requested_bytes, live_bytes, capacity_bytes FROM out_of_memory ORDER BY ts, id");
   while (q.next()) {
+    if (!ld.keep(q.i64(0))) continue;
     tl.out_of_memory.push_back({q.i64(0), q.i64(1), q.i64(2), q.i64(3), q.i64(4)});
     see(q.i64(0), q.i64(0) + 1);
     tl.capacity_bytes = std::max(tl.capacity_bytes, static_cast<double>(q.i64(4)));
@@ -51,6 +52,7 @@ Status read_memory(Load& ld) {
   if (!live_ids.empty()) {
     auto q = reader.query("SELECT ts, value FROM counters WHERE loc_id IN (" + live_ids + ")");
     while (q.next()) {
+      if (!ld.keep(q.i64(0))) continue;
       tl.memory.ts.push_back(q.i64(0));
       tl.memory.value.push_back(q.f64(1));
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <set>
 #include <tuple>
 
@@ -61,10 +62,15 @@ Status read_nvtx_sites(const store::Reader& reader, Timeline* tl) {
   };
   std::vector<Row> rows;
   std::map<std::optional<std::string>, int> domains;  // nullopt (the default) sorts first
+  auto bound = location_id_bound(reader);
+  TC_RETURN_IF_ERROR(bound.status());
   auto q = reader.query("SELECT loc_id, utid, domain, category, color FROM nvtx_sites ORDER BY id");
   while (q.next()) {
     Row r{q.i64(0), domain_text(q, 2), {}};
-    if (r.loc_id < 0 || r.loc_id > (1 << 24)) continue;
+    if (r.loc_id < 0 || r.loc_id >= *bound) {
+      ++tl->skipped.locations;
+      continue;
+    }
     if (!q.is_null(3)) {
       r.site.category = q.i64(3);
       auto own = names.find({upid(q.i64(1)), r.domain, *r.site.category});
@@ -164,13 +170,17 @@ std::vector<Pending> split_into_rows(const Pending& p) {
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p.ts[a] < p.ts[b]; });
   std::vector<Pending> rows;
-  std::vector<int64_t> last_end;
+  // Rows whose last range has ended by the current start (which only grows),
+  // and the others by when it ends: O(log rows) a range, however many overlap.
+  std::set<size_t> free;
+  std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>, std::greater<>> busy;
   for (uint32_t i : order) {
-    size_t row = 0;
-    while (row < last_end.size() && last_end[row] > p.ts[i]) ++row;
-    if (row == rows.size()) rows.emplace_back(), last_end.push_back(0);
+    while (!busy.empty() && busy.top().first <= p.ts[i]) free.insert(busy.top().second), busy.pop();
+    size_t row = rows.size();
+    if (!free.empty()) row = *free.begin(), free.erase(free.begin());
+    else rows.emplace_back();
     rows[row].take(p, i);
-    last_end[row] = p.end[i];
+    busy.push({p.end[i], row});
   }
   return rows;
 }
@@ -190,7 +200,9 @@ Status read_nvtx(Load& ld) {
   for (NvtxStartEnd& r : *start_ends) {
     const NvtxSite* site = tl.nvtx_site(r.loc_id);
     if (!site) continue;  // a start whose site the store does not describe
+    if (!ld.keep(r.ts)) continue;
     if (!r.cut) {
+      r.end = std::min(r.end, kTimeLimit);
       r.end = std::max(r.end, r.ts + 1);
       ld.see(r.ts, r.end);
     } else {

@@ -20,6 +20,10 @@ void read_chunk(const store::Reader& reader, int64_t lo, int64_t hi, const std::
   Pending* cur = nullptr;
   while (q.next()) {
     int64_t ts = q.i64(1), dur = q.i64(2), loc = q.i64(4);
+    if (!in_time_range(ts)) {
+      ++out->skipped;
+      continue;
+    }
     int64_t e = end_of(ts, dur);
     out->min_ts = std::min(out->min_ts, ts);
     if (e != kOpen) out->max_end = std::max(out->max_end, e);
@@ -76,6 +80,7 @@ Status read_ranges(Load& ld, const LoadOptions& options) {
     for (auto& w : workers) w.join();
     for (const RangeChunk& c : chunks) {
       TC_RETURN_IF_ERROR(c.status);
+      tl.skipped.events += c.skipped;
       ld.see(c.min_ts, c.max_end);
       for (const auto& [key, p] : c.nvtx) {
         if (std::find(p.cut.begin(), p.cut.end(), 1) != p.cut.end()) ld.see_cut_end(key.first);

@@ -11,8 +11,15 @@
 // rebuilt when the timeline (another load), the time window, the width or
 // the canvas' left edge change, or after invalidate(); hovering and
 // selecting do not rebuild it (they are drawn over it).
+//
+// Memory: a row of pixels costs 4 bytes a column (6 KB at 1600 pixels), so
+// a frame holds at most kMaxRasterRows of them: every row of a timeline of
+// up to that many rows, else a window of that many around the rows the
+// caller said it draws (show_rows); the others have row_of -1 and no pixels,
+// like a hidden lane's. Draw lists are kept for every row.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +36,10 @@ class FrameCache {
     std::vector<std::vector<DrawList>> tracks;  // [lane][track]
     CounterDrawList memory;
     int columns = 0;                            // pixels per row: ceil(window.width_px)
-    std::vector<std::vector<int>> row_of;       // [lane][track]: its row in pixels
-    std::vector<uint8_t> pixels;                // rows of columns RGBA pixels, one row per track
+    std::vector<std::vector<int>> row_of;       // [lane][track]: its row in pixels; -1: none (hidden, or out of the window)
+    std::vector<uint8_t> pixels;                // rows of columns RGBA pixels, one per track with a row
+    // Rows (tracks not hidden, in lane and track order) with pixels at most.
+    static constexpr size_t kMaxRasterRows = 2048;
     // Per row: its pixels as at most kMaxFlatRuns runs of one colour (flat
     // rectangles draw them), else flat[row] is 0 and the row is a textured quad.
     static constexpr size_t kMaxFlatRuns = 32;
@@ -49,6 +58,9 @@ class FrameCache {
   bool prepare(const Timeline& tl, const ViewWindow& window, int origin_px, const std::vector<uint8_t>* hidden_lanes = nullptr);
   // The next prepare builds, whatever the view.
   void invalidate() { valid_ = false; }
+  // The rows [first, last) (counted as for kMaxRasterRows) are drawn next:
+  // a prepare gives them pixels, building if the frame's window lacks one.
+  void show_rows(size_t first, size_t last) { show_first_ = first, show_last_ = std::max(first, last); }
   const Frame& frame() const { return frame_; }
 
  private:
@@ -57,6 +69,8 @@ class FrameCache {
   const Timeline* timeline_ = nullptr;
   uint64_t load_id_ = 0;
   std::vector<uint8_t> hidden_;
+  size_t show_first_ = 0, show_last_ = 0;
+  size_t raster_first_ = 0, raster_last_ = 0;  // the frame's rows with pixels
   std::vector<RowRect> rects_;  // scratch
 };
 

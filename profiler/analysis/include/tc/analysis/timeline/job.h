@@ -21,7 +21,8 @@
 // Refused with one line, as analyze_job refuses them: a store that cannot be
 // read (its own Status: not a store, newer schema, no such file), stores of
 // different jobs (job id or world size), a rank given twice, or, among
-// several stores, one that names no rank. Ranks of the world that were not
+// several stores, one that names no rank; and a rank whose clock offset is
+// beyond ±kClockOffsetLimit (kCorrupt: a damaged store). Ranks of the world that were not
 // given are no error: missing_ranks() names them.
 #pragma once
 
@@ -36,8 +37,11 @@ namespace tc::analysis::timeline {
 // rank loads as load_timeline does (Timeline::ranks empty).
 StatusOr<Timeline> load_job_timeline(const std::vector<std::string>& paths, const LoadOptions& options = {});
 
-// The ranks of [0, world_size) that tl has no lanes for.
-std::vector<int64_t> missing_ranks(const Timeline& tl);
+// The ranks of [0, world_size) that tl has no lanes for, the first `limit`
+// of them (world_size is the stores' number: it costs nothing beyond that);
+// missing_rank_count counts them all.
+std::vector<int64_t> missing_ranks(const Timeline& tl, size_t limit = 1024);
+int64_t missing_rank_count(const Timeline& tl);
 
 // Sets each collective's wait, last_rank and ranks_seen from the others of
 // its seq in tl, and rebuilds each lane's kCollectives tracks as two rows:
@@ -51,7 +55,8 @@ void settle_collectives(Timeline* tl);
 // on every rank, the step that holds an anchor (the step of that number),
 // or, for an anchor outside every step, the step of the collective that
 // arrives there; and every rank's time in such a collective (the waits a
-// straggler caused). False when there are no anchors.
+// straggler caused). False when there are no anchors (anchors beyond the
+// model's times, timeline.h, are none).
 bool anchor_extent(const Timeline& tl, const std::vector<int64_t>& anchors_ts, int64_t* t0, int64_t* t1);
 
 }  // namespace tc::analysis::timeline

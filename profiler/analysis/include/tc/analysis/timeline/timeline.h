@@ -29,6 +29,15 @@
 
 namespace tc::analysis::timeline {
 
+// Times. A store's event whose ts lies outside [-kTimeLimit, kTimeLimit) is
+// skipped (counted in Timeline::skipped), and an end past kTimeLimit is
+// kTimeLimit. A job's clock offsets are within ±kClockOffsetLimit (else its
+// store is damaged), so every time of a Timeline lies within
+// ±(kTimeLimit + kClockOffsetLimit), under 2^62: the difference of two, or a
+// view's margins around them, never overflows.
+constexpr int64_t kTimeLimit = int64_t{1} << 61;         // 73 years of ns
+constexpr int64_t kClockOffsetLimit = int64_t{1} << 60;  // 36 years of ns
+
 enum class TrackKind : uint8_t {
   kSteps, kCompilations, kExecutions, kEvaluations, kInstants, kRanges, kKernels,
   kNvtxMarks,     // NVTX marks (instants rows of an NVTX site); ref = loc_id, arg = payload
@@ -228,6 +237,12 @@ struct Timeline {
     double value = 0;
   };
   std::vector<RealPayload> nvtx_real_payloads;  // sorted by (utid, loc_id, ts)
+  // What the load skipped as damaged, counted: events whose time is out of
+  // range (kTimeLimit), locations and NVTX sites whose id is past the bound
+  // on location ids (location_id_bound).
+  struct Skipped {
+    int64_t events = 0, locations = 0;
+  } skipped;
 
   const Location* location(int64_t loc_id) const {
     return loc_id >= 0 && static_cast<size_t>(loc_id) < locations.size() ? &locations[loc_id] : nullptr;
@@ -320,6 +335,10 @@ std::vector<EventStats> event_statistics(const Timeline& tl, StatsBy by);
 // range_id at or after the start that no earlier start took. A start without
 // one is cut (end = ts, end_utid = utid).
 Status read_nvtx_sites(const store::Reader& reader, Timeline* tl);
+// Location ids are indices (Timeline::locations, nvtx_site_of): those at or
+// past this bound, twice the store's locations plus 65,536 (at most 2^24),
+// are skipped, so a damaged id costs no memory.
+StatusOr<int64_t> location_id_bound(const store::Reader& reader);
 StatusOr<std::vector<NvtxStartEnd>> read_nvtx_start_ends(const store::Reader& reader);
 
 // Reads everything the timeline shows. Errors are one-line Status messages.
