@@ -952,12 +952,35 @@ struct Collector::Impl {
     return threads.back().utid;
   }
 
+  // Whether `pid` is a live process that started before the run (pid 1, a
+  // daemon): none of the run's. A pid no longer alive cannot be told.
+  bool started_before_run(uint32_t pid) const {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (f == nullptr) return false;
+    char buf[1024] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const char* close = std::strrchr(buf, ')');  // after "pid (comm)", field 22 is the start, in ticks since boot
+    unsigned long long start_ticks = 0;
+    if (n == 0 || close == nullptr ||
+        std::sscanf(close + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start_ticks) != 1)
+      return false;
+    timespec boot{}, mono{};
+    ::clock_gettime(CLOCK_BOOTTIME, &boot);
+    ::clock_gettime(CLOCK_MONOTONIC, &mono);
+    const double boot_minus_mono = static_cast<double>(boot.tv_sec - mono.tv_sec) * 1e9 + static_cast<double>(boot.tv_nsec - mono.tv_nsec);
+    const double started = static_cast<double>(start_ticks) * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    return started + 20e6 < static_cast<double>(info.start_ts) + boot_minus_mono;  // ticks are 10 ms
+  }
+
   // Each framework's logs, in the table's order: ids above the rows' and the imports' before it.
   void import_frameworks() {
     import::ImportTarget t;
     t.writer = &writer;
     t.start_ts = info.start_ts;
     t.start_unix_ns = info.start_unix_ns;
+    t.end_ts = trace::monotonic_ns();  // the program has exited: nothing it logged is later
+    t.pid_in_run = [this](uint32_t pid) { return process_by_pid.contains(pid) || !started_before_run(pid); };
     t.min_mtime_unix_ns = info.start_unix_ns;
     t.first_graph_id = max_graph_id + 1;
     t.first_location_id = max_loc_id + 1;

@@ -24,7 +24,13 @@ namespace {
 
 using import_common::kMaxTs;
 using import_common::to_int;
+using import_common::bounded;
 using import_common::valid_ts;
+
+// Jitted functions (and pending stages, misses) kept per process at most.
+constexpr size_t kMaxFuns = 1 << 14;
+// Changed dims of one cache miss at most.
+constexpr size_t kMaxMissDims = 1024;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -115,8 +121,9 @@ std::optional<Miss> parse_miss(std::string_view msg) {
   if (head.ends_with(":")) head.remove_suffix(1);
   size_t paren = head.rfind(" (");
   if (paren == std::string_view::npos || !head.ends_with(")")) return std::nullopt;
-  m.call_fn = std::string(head.substr(paren + 2, head.size() - paren - 3));
-  if (!split_site(head.substr(0, paren), m.call_file, m.call_line)) return std::nullopt;
+  m.call_fn = bounded(head.substr(paren + 2, head.size() - paren - 3));
+  if (!split_site(head.substr(0, paren), m.call_file, m.call_line) || m.call_line > INT32_MAX) return std::nullopt;
+  m.call_file = bounded(m.call_file);
   std::vector<std::string> other;
   bool after_closest = false;
   for (size_t i = 1; i < ls.size(); ++i) {
@@ -125,13 +132,13 @@ std::optional<Miss> parse_miss(std::string_view msg) {
       m.first = true;
       if (i + 1 < ls.size()) {
         std::string_view n = trim(ls[i + 1]);
-        m.fun = std::string(n.substr(0, n.find(' ')));
+        m.fun = bounded(n.substr(0, n.find(' ')));
       }
       break;
     }
     if (l.starts_with("for ") && m.fun.empty()) {
       std::string_view n = l.substr(4);
-      m.fun = std::string(n.substr(0, n.find(' ')));
+      m.fun = bounded(n.substr(0, n.find(' ')));
       continue;
     }
     if (l.find("For the closest previous key") != std::string_view::npos) {
@@ -143,13 +150,14 @@ std::optional<Miss> parse_miss(std::string_view msg) {
       size_t now = rest.find(", now ");
       size_t before = rest.rfind(" and before ");
       if (now != std::string_view::npos && before != std::string_view::npos && before > now) {
-        std::string input(rest.substr(0, now));
+        std::string input = bounded(rest.substr(0, now));
         auto a = parse_aval(rest.substr(now + 6, before - now - 6));
         auto b = parse_aval(rest.substr(before + 12));
         if (a && b && a->dtype == b->dtype && a->dims.size() == b->dims.size()) {
           for (size_t d = 0; d < a->dims.size(); ++d) {
             if (a->dims[d] != b->dims[d]) m.dims.push_back({input, static_cast<int64_t>(d), b->dims[d], a->dims[d]});
           }
+          if (m.dims.size() > kMaxMissDims) return std::nullopt;
           continue;
         }
       }
@@ -217,16 +225,22 @@ class JaxImporter : public import_common::Importer {
     std::map<std::string, Miss> misses;
     std::map<std::string, int64_t> compiled;  // fun -> compilations so far
     int64_t last_compile_end = 0;
-    size_t rows = 0;
   };
 
-  void parse(std::string_view text, bool cut, uint32_t pid_from_name) override {
+  void parse(import_common::LineReader& lr, uint32_t pid_from_name) override {
     Reading r;
     r.p.pid = pid_from_name;
-    import_common::for_each_record(text, cut, s_, [&](const json::Value& v, std::string_view k) {
+    const int64_t before = s_.records;
+    import_common::for_each_record(lr, s_, [&](const json::Value& v, std::string_view k) {
       if (!take(r, v, k)) ++s_.malformed;
     });
     if (r.p.pid == 0) return note("a JAX log names no process");
+    // A process that is not the run's: none of its records is.
+    const int64_t records = s_.records - before;
+    if (!process(r.p.pid, records)) {
+      if (process_state(r.p.pid) == ImportTarget::Used::kRefused) s_.records -= records;
+      return;
+    }
     processes_.push_back(std::move(r.p));
   }
 
@@ -242,32 +256,38 @@ class JaxImporter : public import_common::Importer {
     } else if (k == "fun") {
       auto i = v.int64("i");
       auto name = v.str("name");
-      if (!i || *i < 0 || !name || p.funs.size() >= limits_.max_rows) return false;
-      p.funs[*i] = {std::string(*name), std::string(v.str("file").value_or("")), v.int64("line").value_or(0)};
+      auto line = v.int64("line").value_or(0);
+      if (!i || *i < 0 || !name || line < 0 || line > INT32_MAX) return false;
+      if (!p.funs.contains(*i) && p.funs.size() >= kMaxFuns) return ++s_.over_cap, true;
+      p.funs[*i] = {bounded(*name), bounded(v.str("file").value_or("")), line};
     } else if (k == "call") {
       auto f = v.int64("f");
       auto end = v.int64("end");
-      if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts) return false;
-      if (r.rows++ < limits_.max_rows) p.calls.push_back({*f, *ts, *end});
+      if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts || !in_run(*ts, *end - *ts)) return false;
+      if (!keep(store::schema::steps, kept_calls_)) return true;
+      ++kept_calls_;
+      p.calls.push_back({*f, *ts, *end});
       p.last_ts = std::max(p.last_ts, *end);
     } else if (k == "eval") {
       auto dur = v.int64("dur");
       auto kind = v.str("kind");
       auto file = v.str("file");
       auto ln = v.int64("line");
-      if (!valid_ts(ts) || !dur || *dur < 0 || *dur > kMaxTs || !kind || !file || !ln ||
-          (*kind != "item" && *kind != "to_host" && *kind != "print"))
+      if (!valid_ts(ts) || !dur || *dur < 0 || *dur > kMaxTs || !kind || !file || !ln || *ln < 0 || *ln > INT32_MAX ||
+          (*kind != "item" && *kind != "to_host" && *kind != "print") || !in_run(*ts, *dur))
         return false;
-      if (r.rows++ < limits_.max_rows)
-        p.evals.push_back({*ts, *dur, *ln, std::string(*kind), std::string(v.str("what").value_or(*kind)), std::string(*file),
-                           std::string(v.str("fn").value_or(""))});
+      if (!keep(store::schema::explicit_evaluations, kept_evals_)) return true;
+      ++kept_evals_;
+      p.evals.push_back({*ts, *dur, *ln, std::string(*kind), bounded(v.str("what").value_or(*kind)), bounded(*file),
+                         bounded(v.str("fn").value_or(""))});
       p.last_ts = std::max(p.last_ts, *ts + *dur);
     } else if (k == "miss") {
       auto msg = v.str("msg");
-      if (!valid_ts(ts) || !msg) return false;
+      if (!valid_ts(ts) || !msg || !in_run(*ts)) return false;
       auto m = parse_miss(*msg);
       if (!m) return false;
       m->ts = *ts;
+      if (!r.misses.contains(m->fun) && r.misses.size() >= kMaxFuns) return ++s_.over_cap, true;
       r.misses[m->fun] = std::move(*m);
     } else if (k == "dur") {
       return duration(r, v, ts);
@@ -287,14 +307,19 @@ class JaxImporter : public import_common::Importer {
     auto fun = v.str("fun");
     if (!valid_ts(ts) || !event || !secs || !fun || !std::isfinite(*secs) || *secs < 0 || *secs > 1e6) return false;
     // "jit(train_step)" for lowering and backend compile, "train_step" for tracing.
-    std::string name(*fun);
+    std::string name = bounded(*fun);
     if (name.starts_with("jit(") && name.ends_with(")")) name = name.substr(4, name.size() - 5);
     const Stage st{*ts, static_cast<int64_t>(*secs * 1e9)};
+    if (st.end - st.dur <= 0 || !in_run(st.end - st.dur, st.dur)) return false;  // a stage in the run
+    auto full = [&](const auto& m) { return !m.contains(name) && m.size() >= kMaxFuns; };
     if (*event == "/jax/core/compile/jaxpr_trace_duration") {
+      if (full(r.trace)) return ++s_.over_cap, true;
       r.trace[name] = st;
     } else if (*event == "/jax/core/compile/jaxpr_to_mlir_module_duration") {
+      if (full(r.lower)) return ++s_.over_cap, true;
       r.lower[name] = st;
     } else if (*event == "/jax/core/compile/backend_compile_duration") {
+      if (full(r.compiled)) return ++s_.over_cap, true;
       // A stage belongs to this compilation only if it ended after the
       // last one: a jitted function traced inside another's trace (and
       // compiled as part of it) leaves stages of its own behind.
@@ -323,7 +348,13 @@ class JaxImporter : public import_common::Importer {
       c.dur = st.end - c.ts;
       c.index = r.compiled[name]++;
       r.last_compile_end = st.end;
-      if (r.rows++ < limits_.max_rows) r.p.compilations.push_back(std::move(c));
+      if (!keep(store::schema::compilations, kept_compilations_)) return true;
+      ++kept_compilations_;
+      if (c.miss && !c.miss->dims.empty()) {
+        if (!keep(store::schema::compilation_inputs, kept_inputs_)) c.miss->dims.clear();
+        kept_inputs_ += c.miss->dims.size();
+      }
+      r.p.compilations.push_back(std::move(c));
     }
     r.p.last_ts = std::max(r.p.last_ts, *ts);
     return true;
@@ -363,6 +394,7 @@ class JaxImporter : public import_common::Importer {
       for (size_t i = 0; i < steps.size(); ++i) {
         const int64_t from = steps[i]->ts;
         const int64_t to = i + 1 < steps.size() ? steps[i + 1]->ts : std::max(steps[i]->end, p.last_ts);
+        if (!room(store::schema::steps)) continue;
         TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(to - from).i64(static_cast<int64_t>(i)).i64(0).text("jax").insert());
         ends.push_back(to);
         ++s_.steps;
@@ -377,6 +409,7 @@ class JaxImporter : public import_common::Importer {
     for (const auto& [i, f] : p.funs) def_of.try_emplace(f.name, f.file + ":" + std::to_string(f.line));
     int64_t next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
     for (const Compilation& c : p.compilations) {
+      if (!room(store::schema::compilations)) continue;
       const int64_t graph = next_graph++;
       s_.last_graph_id = graph;
       const bool user = c.miss.has_value();
@@ -409,6 +442,7 @@ class JaxImporter : public import_common::Importer {
   }
 
   std::vector<Process> processes_;
+  size_t kept_calls_ = 0, kept_evals_ = 0, kept_compilations_ = 0, kept_inputs_ = 0;  // held for write_rows(), all files
 };
 
 }  // namespace

@@ -135,6 +135,7 @@ class Converter {
 
   bool convert(simdjson::dom::element e, Value& v, size_t depth) {
     if (depth > limits_.max_depth) return fail("nested too deeply");
+    if (++values_ > limits_.max_values) return fail("too many values");
     switch (e.type()) {
       case simdjson::dom::element_type::ARRAY: {
         v.type = Value::kArray;
@@ -201,6 +202,7 @@ class Converter {
   }
   Limits limits_;
   bool rewritten_;
+  size_t values_ = 0;
 };
 
 }  // namespace

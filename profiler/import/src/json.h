@@ -3,7 +3,8 @@
 // and nothing throws. Also read, as Python's json module writes them: NaN,
 // Infinity and -Infinity (numbers that are NaN), integers beyond 64 bits (not
 // integral), lone UTF-16 surrogate escapes (U+FFFD). Refused: duplicate keys,
-// nesting beyond Limits::max_depth, invalid UTF-8.
+// nesting beyond Limits::max_depth, more values than Limits::max_values,
+// invalid UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,9 @@ struct Value {
 
 struct Limits {
   size_t max_depth = 64;
+  // Values in one text at most: the tree costs ~200 bytes a value, whatever
+  // the text's length ("[[],[],...]" is 3 bytes a value).
+  size_t max_values = 1 << 16;
 };
 
 // The value of `text` (nothing else but white space around it), or nullopt

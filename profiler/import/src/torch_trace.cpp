@@ -24,6 +24,11 @@ namespace {
 
 using import_common::to_int;
 
+// The trace's times are the wall clock's, which may step (NTP) during the run.
+constexpr int64_t kWallClockSlackNs = 100'000'000;
+// Dimensions of a tensor beyond this are no tensor's.
+constexpr int64_t kMaxDims = 64;
+
 // Kinds torch 2.x writes that tc reads nothing from; any other is counted as unknown.
 constexpr std::string_view kKnownKinds[] = {
     "str", "compilation_metrics", "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "chromium_event",
@@ -45,6 +50,19 @@ struct Record {
   uint32_t pid = 0;
   json::Value header;
   std::string payload;
+  bool keep_payload = false;
+  bool lost = false;  // a line of it was over the limit (counted there): not imported
+};
+
+Record lost_record() {
+  Record r;
+  r.lost = true;
+  return r;
+}
+
+struct DynamicDim {
+  std::string input;
+  int64_t dim = 0, old_value = 0, new_value = 0;
 };
 
 struct Metrics {
@@ -57,12 +75,8 @@ struct Metrics {
   double backend_s = 0, codegen_s = 0;
   int64_t ops = 0;
   int64_t cache_hits = 0, cache_misses = 0;
-  std::string recompile_reason, failure;
-};
-
-struct DynamicDim {
-  std::string input;
-  int64_t dim = 0, old_value = 0, new_value = 0;
+  std::string reason_line, failure;  // the recompile_reason's first line
+  std::vector<DynamicDim> mismatches;  // its size mismatches
 };
 
 struct GraphBreak {
@@ -226,49 +240,77 @@ class TorchImporter : public import_common::Importer {
   TorchImporter(ImportTarget& t, const ImportLimits& l) : Importer(t, l, "torch.compile", /*recent_only=*/true) {}
 
  private:
-  void parse(std::string_view text, bool cut, uint32_t) override {
-    // A last line without its newline was cut while it was written. Cut in
-    // a payload line, the record it belongs to is incomplete; cut in a
-    // header line, the record before it was whole.
-    bool last_incomplete = cut;
-    if (std::string_view partial; import_common::drop_cut_line(text, &partial)) {
-      last_incomplete = last_incomplete || partial.starts_with("\t");
-      cut = true;
-    }
-    if (cut) s_.truncated = true;
+  void parse(import_common::LineReader& r, uint32_t) override {
     std::optional<Record> cur;
-    import_common::Lines lines(text);
-    for (std::string_view line; lines.next(line);) {
+    std::string_view line;
+    for (import_common::LineReader::Next n; (n = r.next(line)) != import_common::LineReader::kEnd;) {
       ++s_.lines;
+      if (n == import_common::LineReader::kTooLong) {
+        ++s_.malformed;
+        ++s_.too_long;
+        // A payload line lost: its record is incomplete. A header: the record
+        // before it was whole, and the lost one's payload lines are its own.
+        if (r.first() != '\t' && cur) take(std::move(*cur));
+        if (r.first() != '\t' || cur) cur = lost_record();
+        continue;
+      }
       if (line.starts_with("\t")) {
-        if (cur) {
-          if (!cur->payload.empty()) cur->payload += '\n';
-          cur->payload += line.substr(1);
-        } else {
+        if (!cur) {
           ++s_.malformed;  // a payload line of no record
+        } else if (cur->keep_payload) {
+          add_payload(cur, line.substr(1));
         }
         continue;
       }
       if (cur) take(std::move(*cur));
       cur.reset();
-      uint32_t pid = 0;
-      std::string_view body;
-      if (!split_header(line, pid, body)) {
-        ++s_.malformed;
-        continue;
-      }
-      auto h = json::parse(body);
-      if (!h || h->type != json::Value::kObject) {
-        ++s_.malformed;
-        continue;
-      }
-      cur = Record{pid, std::move(*h), {}};
+      cur = header(line);
     }
-    // The last record may have lost payload lines to a cut: import it only whole.
+    // A last line without its newline was cut while it was written. Cut in
+    // a payload line, the record it belongs to is incomplete; cut in a
+    // header line, the record before it was whole. The last record may have
+    // lost payload lines to a cut: import it only whole.
+    if (r.cut()) s_.truncated = true;
+    const bool last_incomplete = r.cut() && (r.larger() || r.partial().empty() || r.partial().starts_with("\t"));
     if (cur && !last_incomplete) take(std::move(*cur));
   }
 
+  // A header line's record (nullopt, counted, when it is malformed).
+  std::optional<Record> header(std::string_view line) {
+    uint32_t pid = 0;
+    std::string_view body;
+    if (!split_header(line, pid, body)) {
+      ++s_.malformed;
+      return std::nullopt;
+    }
+    auto h = json::parse(body);
+    if (!h || h->type != json::Value::kObject) {
+      ++s_.malformed;
+      return std::nullopt;
+    }
+    Record rec{pid, std::move(*h), {}};
+    // Only the payloads read are kept (an inductor_output_code's is the generated code).
+    const std::string_view kind = kind_of(rec.header);
+    const json::Value* body_value = rec.header.get(kind);
+    auto name = body_value ? body_value->str("name") : std::nullopt;
+    rec.keep_payload = kind == "chromium_event" || (kind == "artifact" && (name == "torch_version" || name == "dynamo_graph_break_reason"));
+    return rec;
+  }
+
+  // A payload kept whole up to the limit of a line; beyond it the record is malformed.
+  void add_payload(std::optional<Record>& cur, std::string_view part) {
+    if (cur->payload.size() + part.size() + 1 > limits_.max_line_bytes) {
+      ++s_.malformed;
+      ++s_.too_long;
+      *cur = lost_record();
+      return;
+    }
+    if (!cur->payload.empty()) cur->payload += '\n';
+    cur->payload += part;
+  }
+
   void take(Record r) {
+    if (r.lost) return;
     ++s_.records;
     std::string_view kind = kind_of(r.header);
     const json::Value* body = r.header.get(kind);
@@ -281,6 +323,7 @@ class TorchImporter : public import_common::Importer {
       return;
     }
     if (kind == "compilation_metrics") {
+      if (!process(r.pid)) return;
       if (!metrics(r.pid, *body)) ++s_.malformed;
     } else if (kind == "chromium_event") {
       chromium(r.payload);
@@ -292,7 +335,7 @@ class TorchImporter : public import_common::Importer {
   bool metrics(uint32_t pid, const json::Value& m) {
     if (m.type != json::Value::kObject) return false;
     auto id = m.str("compile_id");
-    if (!id) return false;
+    if (!id || id->size() > 64) return false;
     Metrics x;
     x.compile_id = std::string(*id);
     x.pid = pid;
@@ -304,8 +347,8 @@ class TorchImporter : public import_common::Importer {
     if (!f || !c) return false;
     x.frame = *f;
     x.compile = *c;
-    x.co_name = std::string(m.str("co_name").value_or(""));
-    x.co_filename = std::string(m.str("co_filename").value_or(""));
+    x.co_name = import_common::bounded(m.str("co_name").value_or(""));
+    x.co_filename = import_common::bounded(m.str("co_filename").value_or(""));
     x.co_firstlineno = m.int64("co_firstlineno").value_or(0);
     if (auto us = m.number("start_time_us")) x.start_us = *us;
     else if (auto s = m.number("start_time")) x.start_us = *s * 1e6;
@@ -316,16 +359,32 @@ class TorchImporter : public import_common::Importer {
     x.ops = m.int64("graph_op_count").value_or(0);
     x.cache_hits = m.int64("inductor_fx_local_cache_hit_count").value_or(0);
     x.cache_misses = m.int64("inductor_fx_local_cache_miss_count").value_or(0);
-    x.recompile_reason = std::string(m.str("recompile_reason").value_or(""));
+    const std::string_view reason = m.str("recompile_reason").value_or("");
+    x.reason_line = import_common::bounded(first_line(reason));
     auto ft = m.str("fail_type");
     auto fr = m.str("fail_reason");
-    if (ft || fr) x.failure = std::string(ft.value_or("failed")) + (fr ? ": " + first_line(*fr) : std::string());
+    if (ft || fr) x.failure = import_common::bounded(std::string(ft.value_or("failed")) + (fr ? ": " + first_line(*fr) : std::string()));
+    if (!valid(x)) return false;
+    if (!keep(store::schema::compilations, metrics_.size())) return true;
+    x.mismatches = size_mismatches(reason);
+    if (!x.mismatches.empty() && !keep(store::schema::compilation_inputs, kept_inputs_)) x.mismatches.clear();
+    kept_inputs_ += x.mismatches.size();
+    metrics_.push_back(std::move(x));
+    return true;
+  }
+
+  // Its times within the run (the wall clock may step a little during it),
+  // its stages within its time, its counts counts.
+  bool valid(const Metrics& x) const {
     if (!std::isfinite(x.start_us) || !std::isfinite(x.duration_us) || x.start_us < 0 || x.start_us > 1e17 || x.duration_us < 0 ||
         x.duration_us > 1e13)
       return false;
-    if (metrics_.size() >= limits_.max_rows) return true;
-    metrics_.push_back(std::move(x));
-    return true;
+    const int64_t dur = static_cast<int64_t>(x.duration_us * 1000.0);
+    if (!in_run(store_ts(x.start_us), dur, kWallClockSlackNs)) return false;
+    auto within = [&](double secs) { return std::isfinite(secs) && secs >= 0 && secs * 1e9 <= static_cast<double>(dur) * 1.01 + 1e6; };
+    auto count = [](int64_t n) { return n >= 0 && n <= INT32_MAX; };
+    return within(x.backend_s) && within(x.codegen_s) && count(x.ops) && count(x.cache_hits) && count(x.cache_misses) &&
+           count(x.co_firstlineno);
   }
 
   void chromium(const std::string& payload) {
@@ -342,14 +401,16 @@ class TorchImporter : public import_common::Importer {
     auto cached = args->str("cached");
     auto now = args->str("new");
     auto id = args->str("compile_id");
-    if (!name || !dim || !cached || !now || !id) {
+    if (!name || !dim || *dim < 0 || *dim >= kMaxDims || !cached || !now || !id || id->size() > 64) {
       ++s_.malformed;
       return;
     }
     // "cached": "AutoDynamic.token" when the dim was dynamic already: nothing changed then.
     auto old_value = to_int(*cached), new_value = to_int(*now);
     if (!old_value || !new_value) return;
-    if (dynamic_.size() < limits_.max_rows) dynamic_[std::string(*id)].push_back({user_name(*name), *dim, *old_value, *new_value});
+    if (!keep(store::schema::compilation_inputs, kept_inputs_)) return;
+    ++kept_inputs_;
+    dynamic_[std::string(*id)].push_back({import_common::bounded(user_name(*name)), *dim, *old_value, *new_value});
   }
 
   void artifact(const Record& r, const json::Value& a) {
@@ -357,18 +418,21 @@ class TorchImporter : public import_common::Importer {
     if (!name) return;
     if (*name == "torch_version") {
       auto v = json::parse(r.payload);
-      if (v && v->str("pytorch_version")) s_.version = std::string(*v->str("pytorch_version"));
+      if (v && v->str("pytorch_version") && v->str("pytorch_version")->size() <= 64) s_.version = std::string(*v->str("pytorch_version"));
     } else if (*name == "dynamo_graph_break_reason") {
       auto g = graph_break(r.payload);
       if (!g) return;
       g->frame = r.header.int64("frame_id").value_or(-1);
       g->compile = r.header.int64("frame_compile_id").value_or(-1);
       g->pid = r.pid;
-      // One per compilation: a restart logs the same break again.
-      for (const GraphBreak& b : breaks_) {
-        if (b.pid == g->pid && b.frame == g->frame && b.compile == g->compile && b.line == g->line && b.file == g->file) return;
+      if (g->frame < -1 || g->compile < -1 || g->line > INT32_MAX) {
+        ++s_.malformed;
+        return;
       }
-      if (breaks_.size() < limits_.max_rows) breaks_.push_back(std::move(*g));
+      if (!process(r.pid)) return;
+      // One per compilation: a restart logs the same break again.
+      if (!break_keys_.emplace(g->pid, g->frame, g->compile, g->line, g->file).second) return;
+      if (keep(store::schema::explicit_evaluations, breaks_.size())) breaks_.push_back(std::move(*g));
     }
   }
 
@@ -406,6 +470,7 @@ class TorchImporter : public import_common::Importer {
     std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;
     int64_t next_graph = t_.first_graph_id;
     for (const Metrics& m : metrics_) {
+      if (!room(store::schema::compilations)) continue;
       const int64_t graph = next_graph++;
       graph_of[{m.pid, m.frame, m.compile}] = graph;
       metrics_of[{m.pid, m.frame, m.compile}] = &m;
@@ -422,7 +487,7 @@ class TorchImporter : public import_common::Importer {
           }
         }
       }
-      for (const DynamicDim& x : size_mismatches(m.recompile_reason)) {
+      for (const DynamicDim& x : m.mismatches) {
         if (seen.insert({x.input, x.dim}).second) {
           dims.push_back(x);
           dynamic.push_back(false);
@@ -440,7 +505,7 @@ class TorchImporter : public import_common::Importer {
       row.text("torch.compile " + m.compile_id).text(frame_key).text(reason).text(resume ? "graph_break" : "frame_call").i64(loc);
       row.i64(m.ops).i64(m.ops).i64(0).i64(0).i64(static_cast<int64_t>(m.codegen_s * 1e9)).i64(static_cast<int64_t>(m.backend_s * 1e9));
       row.text(m.cache_hits > 0 && m.cache_misses == 0 ? "disk_hit" : "built");
-      if (std::string(reason) == "structure_change" && !m.recompile_reason.empty()) row.text(first_line(m.recompile_reason)); else row.null();
+      if (std::string(reason) == "structure_change" && !m.reason_line.empty()) row.text(m.reason_line); else row.null();
       row.null();  // source_path
       row.text("torch.compile").text(m.compile_id);
       if (m.failure.empty()) row.null(); else row.text(m.failure);
@@ -472,6 +537,8 @@ class TorchImporter : public import_common::Importer {
   std::vector<Metrics> metrics_;
   std::map<std::string, std::vector<DynamicDim>> dynamic_;  // compile id -> its automatic_dynamic changes
   std::vector<GraphBreak> breaks_;
+  std::set<std::tuple<uint32_t, int64_t, int64_t, int64_t, std::string>> break_keys_;  // (pid, frame, compile, line, file)
+  size_t kept_inputs_ = 0;  // compilation_inputs held: mismatches and automatic_dynamic changes
 };
 
 }  // namespace

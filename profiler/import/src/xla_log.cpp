@@ -3,6 +3,8 @@
 // PT_XLA_DEBUG_FILE = TC_XLA_LOG_DIR/pt_xla_debug.txt) into the store; see
 // tc/import/import.h for the contract and docs/frameworks.md for the format.
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -24,8 +26,11 @@ namespace {
 
 using import_common::kMaxTs;
 using import_common::to_int;
+using import_common::bounded;
 using import_common::valid_ts;
 constexpr const char* kDebugFile = "pt_xla_debug.txt";
+// Compilations one record of the hook may count: more is no sync's.
+constexpr int64_t kMaxCompilesPerRecord = 64;
 
 bool valid_count(std::optional<int64_t> n) { return n && *n >= 0 && *n < kMaxTs; }
 
@@ -57,60 +62,64 @@ class XlaImporter : public import_common::Importer {
   // PyTorch/XLA's debug output: the compilations' causes and frames, in order.
   void read_extra(const std::string& dir) override {
     const std::string path = dir + "/" + kDebugFile;
-    bool cut = false;
-    std::string why;
-    auto text = import_common::read_capped(path, limits_.max_file_bytes, &cut, &why);
-    if (!text) return;
-    ++s_.files;
-    std::string_view all(*text);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !take_file(path, "PyTorch/XLA's debug output")) return;
+    auto r = open(path, false);
+    if (!r) return;
     constexpr std::string_view kTag = "Compilation Analysis: ";
     std::optional<Analysis> open;
     int state = 0;  // 1: next line is the cause; 2: in the frames
-    import_common::Lines lines(all);
-    for (std::string_view l; lines.next(l);) {
-      ++s_.lines;
+    for (std::string_view l; import_common::next_line(*r, s_, l);) {
       if (!l.starts_with(kTag)) continue;
       l.remove_prefix(kTag.size());
       std::string_view body = l;
       while (!body.empty() && body.front() == ' ') body.remove_prefix(1);
       if (body == "Compilation Cause") {
-        if (open) analyses_.push_back(std::move(*open));  // a block without its end line
+        if (open) add_analysis(std::move(*open));  // a block without its end line
         open = Analysis{};
         state = 1;
         ++s_.records;
       } else if (!open) {
         continue;
       } else if (state == 1) {
-        open->cause = std::string(body.substr(0, 200));
+        open->cause = bounded(body, 200);
         state = 0;
       } else if (body.starts_with("Python Frame Triggered Execution")) {
         state = 2;
       } else if (body.starts_with("-----") || body.starts_with("=====")) {
-        if (analyses_.size() < limits_.max_rows) analyses_.push_back(std::move(*open));
+        add_analysis(std::move(*open));
         open.reset();
         state = 0;
       } else if (state == 2 && open->file.empty()) {
-        // "main (/x/train.py:101)"
-        size_t paren = body.rfind(" (");
-        size_t colon = body.rfind(':');
-        if (paren == std::string_view::npos || colon == std::string_view::npos || colon < paren || !body.ends_with(")")) {
-          ++s_.malformed;
-          continue;
-        }
-        std::string_view file = body.substr(paren + 2, colon - paren - 2);
-        auto line = to_int(body.substr(colon + 1, body.size() - colon - 2));
-        if (!line) {
-          ++s_.malformed;
-          continue;
-        }
-        // PyTorch/XLA's own frames, and a hook's wrapper (tc's sitecustomize): not the program's.
-        if (file.find("/torch_xla/") != std::string_view::npos || file.ends_with("/sitecustomize.py")) continue;
-        open->function = std::string(body.substr(0, paren));
-        open->file = std::string(file);
-        open->line = *line;
+        frame(*open, body);
       }
     }
-    if (open || !lines.done() || cut) s_.truncated = true;
+    if (open || r->cut()) s_.truncated = true;
+  }
+
+  // "main (/x/train.py:101)": the block's frame, unless PyTorch/XLA's own or a hook's.
+  void frame(Analysis& a, std::string_view body) {
+    size_t paren = body.rfind(" (");
+    size_t colon = body.rfind(':');
+    if (paren == std::string_view::npos || colon == std::string_view::npos || colon < paren || !body.ends_with(")")) {
+      ++s_.malformed;
+      return;
+    }
+    std::string_view file = body.substr(paren + 2, colon - paren - 2);
+    auto line = to_int(body.substr(colon + 1, body.size() - colon - 2));
+    if (!line || *line > INT32_MAX) {
+      ++s_.malformed;
+      return;
+    }
+    // PyTorch/XLA's own frames, and a hook's wrapper (tc's sitecustomize): not the program's.
+    if (file.find("/torch_xla/") != std::string_view::npos || file.ends_with("/sitecustomize.py")) return;
+    a.function = bounded(body.substr(0, paren));
+    a.file = bounded(file);
+    a.line = *line;
+  }
+
+  void add_analysis(Analysis&& a) {
+    if (keep(store::schema::compilations, analyses_.size())) analyses_.push_back(std::move(a));
   }
 
   Status write_rows() override {
@@ -123,13 +132,20 @@ class XlaImporter : public import_common::Importer {
   }
 
  private:
-  void parse(std::string_view text, bool cut, uint32_t pid_from_name) override {
+  void parse(import_common::LineReader& r, uint32_t pid_from_name) override {
     Process p;
     p.pid = pid_from_name;
-    import_common::for_each_record(text, cut, s_, [&](const json::Value& v, std::string_view k) {
+    const int64_t before = s_.records;
+    import_common::for_each_record(r, s_, [&](const json::Value& v, std::string_view k) {
       if (!take(p, v, k)) ++s_.malformed;
     });
     if (p.pid == 0) return note("a PyTorch/XLA log names no process");
+    // A process that is not the run's: none of its records is.
+    const int64_t records = s_.records - before;
+    if (!process(p.pid, records)) {
+      if (process_state(p.pid) == ImportTarget::Used::kRefused) s_.records -= records;
+      return;
+    }
     processes_.push_back(std::move(p));
   }
 
@@ -138,7 +154,7 @@ class XlaImporter : public import_common::Importer {
     auto ts = v.int64("ts");
     if (k == "start") {
       auto pid = v.int64("pid");
-      if (!pid || *pid <= 0 || *pid > UINT32_MAX || !valid_ts(ts)) return false;
+      if (!pid || *pid <= 0 || *pid > UINT32_MAX || !valid_ts(ts) || !in_run(*ts)) return false;
       p.pid = static_cast<uint32_t>(*pid);
       p.start = *ts;
       if (auto ver = v.str("torch_xla"); ver && s_.version.empty() && ver->size() <= 64) s_.version = std::string(*ver);
@@ -152,10 +168,18 @@ class XlaImporter : public import_common::Importer {
     e.ts = ts.value_or(0);
     auto file = v.str("file");
     auto ln = v.int64("line");
-    if (!valid_ts(ts) || !file || !valid_count(ln) || p.events.size() >= limits_.max_rows) return false;
-    e.file = std::string(file->substr(0, 4096));
+    if (!valid_ts(ts) || !file || !valid_count(ln) || *ln > INT32_MAX) return false;
+    e.file = bounded(*file);
     e.line = *ln;
     if (!(k == "input" ? input(e, v) : k == "sync" ? sync(e, v) : eval(e, v))) return false;
+    // Its time, and its compilations' before its end, within the run.
+    if (!in_run(e.ts, e.end - e.ts) || (e.compiles > 0 && (e.compile_ns > e.end || !in_run(e.end - e.compile_ns, e.compile_ns)))) return false;
+    size_t& kept = e.kind == Event::kSync ? kept_syncs_ : e.kind == Event::kEval ? kept_evals_ : kept_inputs_;
+    if (!keep(e.kind == Event::kSync ? store::schema::steps : e.kind == Event::kEval ? store::schema::explicit_evaluations
+                                                                                      : store::schema::compilation_inputs,
+              kept))
+      return true;
+    ++kept;
     p.events.push_back(std::move(e));
     return true;
   }
@@ -172,7 +196,7 @@ class XlaImporter : public import_common::Importer {
     }
     if (!ok) return false;
     e.kind = Event::kInput;
-    e.name = std::string(name->substr(0, 256));
+    e.name = bounded(*name, 256);
     e.end = e.ts;
     return true;
   }
@@ -181,7 +205,7 @@ class XlaImporter : public import_common::Importer {
   static bool compiles(Event& e, const json::Value& v) {
     auto compiles = v.int64("compiles");
     auto compile_ns = v.int64("compile_ns");
-    if (!valid_count(compiles) || *compiles > 1000 || !valid_count(compile_ns)) return false;
+    if (!valid_count(compiles) || *compiles > kMaxCompilesPerRecord || !valid_count(compile_ns)) return false;
     e.compiles = *compiles;
     e.compile_ns = *compile_ns;
     return true;
@@ -204,90 +228,121 @@ class XlaImporter : public import_common::Importer {
     e.kind = Event::kEval;
     e.end = e.ts + *dur;
     e.eval_kind = std::string(*kind);
-    e.what = std::string(v.str("what").value_or(*kind).substr(0, 64));
-    e.fn = std::string(v.str("fn").value_or("").substr(0, 256));
+    e.what = bounded(v.str("what").value_or(*kind), 64);
+    e.fn = bounded(v.str("fn").value_or(""), 256);
     return true;
   }
 
-  using Inputs = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // name -> shape, in the order first moved
+  // What write_process() keeps from one event to the next.
+  struct Graphs {
+    int64_t utid = 0, step = 0, next_graph = 0;
+    std::map<std::string, int64_t> compiled;  // structure -> its compilations so far
+    // This step's graph inputs and the step before's: name -> shape, in the order first moved.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> now, before;
+    std::map<std::string, size_t, std::less<>> now_at, before_at;  // name -> index
+    std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> dims;  // input, dim, old, new: now against before
+    bool dims_stale = false;
+  };
 
   Status write_process(Process& p) {
-    const int64_t u = utid(p.pid);
+    Graphs g;
+    g.utid = utid(p.pid);
     // Steps: each sync, from the end of the one before it (the first: from the hook's start).
     int64_t from = p.start;
     int64_t step = 0;
     for (const Event& e : p.events) {
       if (e.kind != Event::kSync) continue;
       if (from == 0) from = e.ts;
-      TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(e.end - from).i64(step++).i64(0).text("torch_xla").insert());
+      if (!room(store::schema::steps)) continue;
+      TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(g.utid).i64(from).i64(e.end - from).i64(step++).i64(0).text("torch_xla").insert());
       from = e.end;
       ++s_.steps;
     }
     s_.step_function = "torch_xla.sync";
-    int64_t next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
-    std::map<std::string, int64_t> compiled;  // structure -> its compilations so far
-    Inputs now, before;                       // this step's graph inputs, the step before's
-    step = 0;
+    g.next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
     for (const Event& e : p.events) {
       if (e.kind == Event::kInput) {
-        auto it = std::find_if(now.begin(), now.end(), [&](const auto& x) { return x.first == e.name; });
-        if (it == now.end()) now.emplace_back(e.name, e.shape);
+        if (g.now_at.try_emplace(e.name, g.now.size()).second) {
+          g.now.emplace_back(e.name, e.shape);
+          g.dims_stale = true;
+        }
         continue;
       }
       if (e.kind == Event::kEval) {
         auto loc = location(e.what, e.file, e.fn, e.line);
         if (!loc.ok()) return loc.status();
-        TC_RETURN_IF_ERROR(write_evaluation({.utid = u, .ts = e.ts, .dur = e.end - e.ts, .step = step, .kind = e.eval_kind, .location = *loc, .what = e.what}));
+        TC_RETURN_IF_ERROR(write_evaluation({.utid = g.utid, .ts = e.ts, .dur = e.end - e.ts, .step = g.step, .kind = e.eval_kind, .location = *loc, .what = e.what}));
       }
-      for (int64_t c = 0; c < e.compiles; ++c) {
-        // The cause and frame: PyTorch/XLA's own, in order; without them the hook's.
-        Analysis a;
-        if (next_analysis_ < analyses_.size()) {
-          a = analyses_[next_analysis_++];
-        } else {
-          a.cause = e.kind == Event::kEval ? "most likely user code trying to access tensor value before torch_xla.sync" : "user torch_xla.sync";
-        }
-        if (a.file.empty()) {
-          a.file = e.file;
-          a.line = e.line;
-          a.function = e.fn;
-        }
-        const bool forced = a.cause.find("access tensor value") != std::string::npos;
-        const std::string structure = "torch_xla " + std::string(forced ? "evaluation" : "sync") + " at " + a.file + ":" + std::to_string(a.line);
-        const int64_t index = compiled[structure]++;
-        std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> dims;  // input, dim, old, new
-        for (const auto& [name, shape] : now) {
-          const std::string& input = name;  // clang 14 cannot capture a structured binding
-          auto old = std::find_if(before.begin(), before.end(), [&input](const auto& x) { return x.first == input; });
-          if (old == before.end() || old->second.size() != shape.size()) continue;
-          for (size_t d = 0; d < shape.size(); ++d)
-            if (old->second[d] != shape[d]) dims.emplace_back(name, static_cast<int64_t>(d), old->second[d], shape[d]);
-        }
-        const char* reason = index == 0 ? "first" : !dims.empty() ? "shape_change" : "structure_change";
-        const int64_t each = e.compile_ns / std::max<int64_t>(e.compiles, 1);
-        const int64_t ts = std::max<int64_t>(1, e.end - e.compile_ns + c * each);
-        const int64_t graph = next_graph++;
-        s_.last_graph_id = graph;
-        auto loc = location(forced ? "evaluation" : "sync", a.file, a.function, a.line);
-        if (!loc.ok()) return loc.status();
-        auto row = t_.writer->row(store::schema::compilations);
-        row.null().i64(u).i64(ts).i64(each).i64(graph).i64(step);
-        row.text(structure + " #" + std::to_string(index)).text(structure).text(reason).text(forced ? "explicit_evaluation" : "mark_step").i64(*loc);
-        row.i64(0).i64(0).i64(0).i64(0).i64(0).i64(each).text("built");
-        if (std::string_view(reason) == "structure_change") row.text("PyTorch/XLA compiled a new graph with the same input shapes: " + a.cause); else row.null();
-        row.null();  // source_path
-        row.text("torch_xla").text(a.cause).null();
-        TC_RETURN_IF_ERROR(row.insert());
-        ++s_.compilations;
-        if (std::string_view(reason) != "shape_change") continue;
-        for (const auto& [name, dim, old, nw] : dims)
-          TC_RETURN_IF_ERROR(write_input(u, graph, name, dim, old, nw));
-      }
+      for (int64_t c = 0; c < e.compiles; ++c) TC_RETURN_IF_ERROR(write_compilation(g, e, c));
       if (e.kind == Event::kSync) {
-        ++step;
-        if (!now.empty()) before = std::move(now);
-        now.clear();
+        ++g.step;
+        if (!g.now.empty()) {
+          g.before = std::move(g.now);
+          g.before_at = std::move(g.now_at);
+          g.dims_stale = true;
+        }
+        g.now.clear();
+        g.now_at.clear();
       }
+    }
+    return Status::Ok();
+  }
+
+  // The dims of this step's inputs that changed since the step before (computed once per change).
+  const auto& changed_dims(Graphs& g) {
+    if (!g.dims_stale) return g.dims;
+    g.dims.clear();
+    for (const auto& [name, shape] : g.now) {
+      auto at = g.before_at.find(name);
+      if (at == g.before_at.end()) continue;
+      const std::vector<int64_t>& old = g.before[at->second].second;
+      if (old.size() != shape.size()) continue;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (old[d] != shape[d]) g.dims.emplace_back(name, static_cast<int64_t>(d), old[d], shape[d]);
+    }
+    g.dims_stale = false;
+    return g.dims;
+  }
+
+  // The c-th compilation PyTorch/XLA counted at event e.
+  Status write_compilation(Graphs& g, const Event& e, int64_t c) {
+    if (!room(store::schema::compilations)) return Status::Ok();
+    // The cause and frame: PyTorch/XLA's own, in order; without them the hook's.
+    Analysis a;
+    if (next_analysis_ < analyses_.size()) {
+      a = analyses_[next_analysis_++];
+    } else {
+      a.cause = e.kind == Event::kEval ? "most likely user code trying to access tensor value before torch_xla.sync" : "user torch_xla.sync";
+    }
+    if (a.file.empty()) {
+      a.file = e.file;
+      a.line = e.line;
+      a.function = e.fn;
+    }
+    const bool forced = a.cause.find("access tensor value") != std::string::npos;
+    const std::string structure = "torch_xla " + std::string(forced ? "evaluation" : "sync") + " at " + a.file + ":" + std::to_string(a.line);
+    const int64_t index = g.compiled[structure]++;
+    const auto& dims = changed_dims(g);
+    const char* reason = index == 0 ? "first" : !dims.empty() ? "shape_change" : "structure_change";
+    const int64_t each = e.compile_ns / std::max<int64_t>(e.compiles, 1);
+    const int64_t ts = std::max<int64_t>(1, e.end - e.compile_ns + c * each);
+    const int64_t graph = g.next_graph++;
+    s_.last_graph_id = graph;
+    auto loc = location(forced ? "evaluation" : "sync", a.file, a.function, a.line);
+    if (!loc.ok()) return loc.status();
+    auto row = t_.writer->row(store::schema::compilations);
+    row.null().i64(g.utid).i64(ts).i64(each).i64(graph).i64(g.step);
+    row.text(structure + " #" + std::to_string(index)).text(structure).text(reason).text(forced ? "explicit_evaluation" : "mark_step").i64(*loc);
+    row.i64(0).i64(0).i64(0).i64(0).i64(0).i64(each).text("built");
+    if (std::string_view(reason) == "structure_change") row.text("PyTorch/XLA compiled a new graph with the same input shapes: " + a.cause); else row.null();
+    row.null();  // source_path
+    row.text("torch_xla").text(a.cause).null();
+    TC_RETURN_IF_ERROR(row.insert());
+    ++s_.compilations;
+    if (std::string_view(reason) != "shape_change") return Status::Ok();
+    for (const auto& [name, dim, old, nw] : dims) {
+      if (!room(store::schema::compilation_inputs)) break;
+      TC_RETURN_IF_ERROR(write_input(g.utid, graph, name, dim, old, nw, false, /*counted=*/true));
     }
     return Status::Ok();
   }
@@ -295,7 +350,7 @@ class XlaImporter : public import_common::Importer {
   std::vector<Process> processes_;
   std::vector<Analysis> analyses_;
   size_t next_analysis_ = 0;
-  import_common::Locations locations_;
+  size_t kept_syncs_ = 0, kept_evals_ = 0, kept_inputs_ = 0;  // events held for write_rows(), all files
 };
 
 }  // namespace

@@ -64,6 +64,22 @@
 //   The JAX log has them (its steps rows), unless step_ends has the
 //   process's (torch's optimizer steps), which then stand.
 // - JAX's times are the hook's CLOCK_MONOTONIC ns: stored as they are.
+// - Bounds (docs/frameworks.md#limits-of-the-import): files are read as a
+//   stream of lines, never whole; a line (or a torch record's payload that is
+//   read) longer than ImportLimits::max_line_bytes is skipped without being
+//   held, counted in malformed and in too_long. Memory is the line at hand
+//   (a small constant times max_line_bytes) plus the rows kept until they
+//   are written (at most max_rows per table, strings cut to kMaxText).
+// - Per run: the caps (files, processes, rows per table) count everything
+//   imported into one ImportTarget, by every importer it is passed to; what
+//   is over a cap is counted in over_cap and named in the note.
+// - Values: a time outside the run ([start_ts, end_ts] when end_ts is set),
+//   a duration longer than the run, a pid outside 1..2^22 or that
+//   pid_in_run refuses, a negative size or count: the record is counted as
+//   malformed and none of it is stored.
+// - Work is linear in the input (each line parsed once, each lookup a map's).
+// - A directory that exists but cannot be read writes a framework_imports
+//   row whose note says why.
 // - Returns an error only when the store fails (one line naming the path).
 #pragma once
 
@@ -95,13 +111,35 @@ struct ImportTarget {
   std::function<int64_t(uint32_t pid)> utid_for;
   // Per process: where each of its steps ended (store ts, ascending).
   std::map<uint32_t, std::vector<int64_t>> step_ends;
+  // When the run ended (CLOCK_MONOTONIC ns): imported times after it (and
+  // before start_ts) are refused. 0: no upper bound.
+  uint64_t end_ts = 0;
+  // Whether a pid can be one of the run's processes (the collector: one the
+  // rings saw, or one that did not exist before the run). Unset: any pid in
+  // 1..2^22. A record of a refused pid is malformed.
+  std::function<bool(uint32_t pid)> pid_in_run;
+
+  // What the imports into this target used so far, against the per-run caps
+  // of ImportLimits (kept by the importers; the collector passes one target
+  // to each framework's importer in turn).
+  struct Used {
+    enum : uint8_t { kAccepted, kRefused, kOverCap };
+    size_t files = 0, processes = 0;  // processes: pids accepted
+    std::map<uint32_t, uint8_t> pids;  // pid -> kAccepted, kRefused (pid_in_run) or kOverCap
+    std::map<std::string, size_t, std::less<>> rows;  // table name -> rows written
+  } used;
 };
 
 struct ImportLimits {
   uint64_t max_file_bytes = 256ull << 20;  // a larger file is read up to here (and counted as truncated)
-  size_t max_files = 64;                   // *.log files of the directory read, by name order
-  size_t max_rows = 1 << 20;               // rows of each table at most
+  size_t max_line_bytes = 1 << 20;         // a longer line is skipped unread (malformed, too_long)
+  size_t max_files = 64;                   // log files read per run (of a directory: by name order)
+  size_t max_processes = 1024;             // processes per run; records of others are over_cap
+  size_t max_rows = 1 << 18;               // rows of each table per run
 };
+
+// Text imported into a row (names, files, reasons) is cut to this many bytes.
+inline constexpr size_t kMaxText = 1024;
 
 // What an import read: the framework_imports row.
 struct ImportSummary {
@@ -112,6 +150,8 @@ struct ImportSummary {
   int64_t steps = 0;           // steps rows (JAX: calls of step_function)
   std::string step_function;   // JAX: the jitted function whose calls are the steps
   int64_t unknown_kinds = 0, malformed = 0;
+  int64_t too_long = 0;  // lines over max_line_bytes (also counted in malformed)
+  int64_t over_cap = 0;  // records or rows over a per-run cap (files, processes, rows)
   bool truncated = false;
   std::string note;
   bool stopped = false;  // request_stop() ended it early: the rows before it were written
