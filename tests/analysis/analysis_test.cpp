@@ -220,6 +220,51 @@ TEST(ShapePlan, ASmallRareLastBatchIsAShortBatch) {
   EXPECT_NEAR(p.short_saving_s, 0.8, 1e-12);
 }
 
+// The bucket search (a lower hull since #27) finds the cost of the search
+// over every split: random runs, with repeated sizes after rounding to 8 and
+// values that never executed, against the quadratic dynamic program.
+TEST(ShapePlan, BucketsCostWhatTheSearchOverEverySplitFinds) {
+  uint64_t seed = 12345;
+  auto next = [&](int64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int64_t>((seed >> 33) % static_cast<uint64_t>(n));
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ta::DimValue> v;
+    int64_t value = 1 + next(8);
+    const int64_t n = 2 + next(60);
+    for (int64_t k = 0; k < n; ++k) {
+      value += 1 + next(round % 2 ? 4 : 40);
+      const int64_t steps = next(5) == 0 ? 0 : 1 + next(200);
+      v.push_back({value, steps, 1, 0.05 + 0.01 * static_cast<double>(next(100)),
+                   static_cast<double>(steps) * (1e-3 + static_cast<double>(value) * 1e-5 * static_cast<double>(1 + next(3))), 0});
+    }
+    ta::ShapePlan p = ta::plan_for(v);
+    auto t = [&](int64_t cap) { return p.exec_a + p.exec_b * static_cast<double>(cap); };
+    std::vector<double> best(v.size() + 1, 1e300);
+    best[0] = 0;
+    for (size_t j = 1; j <= v.size(); ++j) {
+      const int64_t cap = (v[j - 1].value + 7) / 8 * 8;
+      double exec = 0;
+      for (size_t i = j; i-- > 0;) {
+        exec += static_cast<double>(v[i].steps) * t(cap);
+        best[j] = std::min(best[j], best[i] + p.compile_per_graph_s + exec);
+      }
+    }
+    ASSERT_NEAR(p.bucket_total_s, best[v.size()], 1e-9 * (1 + best[v.size()])) << "round " << round;
+    // The buckets it names cost what it says: each value at the first bucket at or above it.
+    ASSERT_FALSE(p.buckets.empty());
+    EXPECT_EQ(p.buckets.back(), (v.back().value + 7) / 8 * 8);
+    double cost = p.compile_per_graph_s * static_cast<double>(p.buckets.size());
+    for (const ta::DimValue& d : v) {
+      auto b = std::lower_bound(p.buckets.begin(), p.buckets.end(), d.value);
+      ASSERT_NE(b, p.buckets.end());
+      cost += static_cast<double>(d.steps) * t(*b);
+    }
+    EXPECT_LE(cost, p.bucket_total_s + 1e-9 * (1 + cost)) << "round " << round;
+  }
+}
+
 TEST(Analysis, DynamicPaddingGivesAComputedShapeChangeFinding) {
   TempDir dir;
   StoreBuilder b(dir.file("run.tcdb"));

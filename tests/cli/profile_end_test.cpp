@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/framework_logs.h"
 #include "support/process.h"
 #include "tc/store/reader.h"
 
@@ -119,7 +120,8 @@ TEST_P(ProfileSignalAfterTheProgram, StopsTheImportKeepsTheStoreAndEndsByTheSign
   const std::string out = dir.file("run.tcdb"), fifo = dir.file("go");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   Child child({bin("tc-profile"), "-q", "-o", out, "--", "/bin/sh", "-c",
-               "echo $$ \"$TORCH_TRACE\"; cp '" + kFixture + "' \"$TORCH_TRACE/dedicated_log_torch_trace_x.log\"; read x < '" + fifo + "'; exit 0"},
+               tc::test::torch_fixture_in_the_run(kFixture) + " > \"$TORCH_TRACE/dedicated_log_torch_trace_x.log\"; echo $$ \"$TORCH_TRACE\"; read x < '" + fifo +
+                   "'; exit 0"},
               {{"TORCH_TRACE", ""}});
   const std::string line = child.read_line();
   const pid_t program = static_cast<pid_t>(std::atol(line.c_str()));
@@ -187,14 +189,11 @@ TEST(ProfileEnd, ASignalAfterTheProgramWithNothingToImportLeavesACompleteStore) 
 // (gone from /proc), while the import of an 18 MB trace still lies ahead.
 TEST(ProfileEnd, TheRunEndsWhenTheProgramDoesNotAfterTheImport) {
   TempDir dir;
-  const std::string out = dir.file("run.tcdb"), big = dir.file("big.log");
-  {
-    const std::string one = tc::test::read_file(kFixture);
-    std::ofstream f(big);
-    for (int i = 0; i < 300; ++i) f << one;
-  }
+  const std::string out = dir.file("run.tcdb"), one = dir.file("one.log");
+  // 300 copies of the fixture, its times moved into the run (the importers refuse others).
   Child child({bin("tc-profile"), "-q", "-o", out, "--", "/bin/sh", "-c",
-               "cp '" + big + "' \"$TORCH_TRACE/dedicated_log_torch_trace_x.log\"; echo $$"},
+               tc::test::torch_fixture_in_the_run(kFixture) + " > '" + one + "'; i=0; while [ $i -lt 300 ]; do cat '" + one +
+                   "'; i=$((i + 1)); done > \"$TORCH_TRACE/dedicated_log_torch_trace_x.log\"; echo $$"},
               {{"TORCH_TRACE", ""}});
   const pid_t program = static_cast<pid_t>(std::atol(child.read_line().c_str()));
   ASSERT_GT(program, 0);

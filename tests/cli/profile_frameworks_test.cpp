@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/framework_logs.h"
 #include "support/process.h"
 #include "tc/store/reader.h"
 
@@ -31,23 +32,9 @@ int64_t scalar(const std::string& store, const std::string& sql) {
   return v.ok() ? *v : -1;
 }
 
-// `log` with each "KEY": N (each KEY of `keys`, "a|b") moved by the time
-// `now` reads (a shell command) less `last`, the log's last time: times the
-// run may hold (the importers refuse the others). The program sleeps over the
-// log's span first, so that all of it lies after the run's start.
-std::string moved_into_the_run(const std::string& log, const std::string& keys, const std::string& now, const std::string& last,
-                               const std::string& span_s) {
-  return "{ sleep " + span_s + "; awk -v now=\"$(" + now + ")\" '{ out = \"\"; while (match($0, /\"(" + keys + ")\": ?[0-9]+/)) { " +
-         "k = substr($0, RSTART, RLENGTH); sub(/[0-9]+$/, \"\", k); v = substr($0, RSTART + length(k), RLENGTH - length(k)); " +
-         "out = out substr($0, 1, RSTART - 1) k sprintf(\"%.0f\", v + now - " + last + "); $0 = substr($0, RSTART + RLENGTH) } print out $0 }' '" +
-         log + "'; }";
-}
-
 // A "program" that writes a real torch trace where TORCH_TRACE says, and prints that place.
 std::vector<std::string> writer_of_a_trace() {
-  // The fixture's compilations run from 1796149794.464 s to 1796149797.976 s (wall clock, us).
-  return {"/bin/sh", "-c", "echo \"$TORCH_TRACE\"; [ -n \"$TORCH_TRACE\" ] && " +
-                               moved_into_the_run(kFixture, "start_time_us", "date +%s%6N", "1796149798000000", "3.7") +
+  return {"/bin/sh", "-c", "echo \"$TORCH_TRACE\"; [ -n \"$TORCH_TRACE\" ] && " + tc::test::torch_fixture_in_the_run(kFixture) +
                                " > \"$TORCH_TRACE/dedicated_log_torch_trace_x.log\"; true"};
 }
 
@@ -110,7 +97,7 @@ TEST(ProfileFrameworks, APrivateJaxLogIsImportedThenRemoved) {
   const std::string now = "python3 -c \"import time; print(time.monotonic_ns())\"";
   Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", "/bin/sh", "-c",
                           "echo \"$TC_JAX_LOG_DIR\"; [ -n \"$TC_JAX_LOG_DIR\" ] && " +
-                              moved_into_the_run(log, "ts|end", now, "32934531083431", "5.7") + " > \"$TC_JAX_LOG_DIR/jax-14922.log\"; true"});
+                              tc::test::moved_into_the_run(log, "ts|end", now, "32934531083431", "5.7") + " > \"$TC_JAX_LOG_DIR/jax-14922.log\"; true"});
   ASSERT_EQ(e.code, 0) << e.err;
   const std::string jax_dir = e.out.substr(0, e.out.find('\n'));
   ASSERT_FALSE(jax_dir.empty());

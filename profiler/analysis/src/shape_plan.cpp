@@ -70,24 +70,59 @@ void plan_pad(const std::vector<DimValue>& values, ShapePlan& p) {
   p.pad_saving_s = p.observed_total_s - p.pad_total_s;
 }
 
+// The lower envelope of lines y = b - m' x added by non-increasing slope
+// (m = -P[i] below), for the minimum at any x in O(log n). Of lines equally
+// low at x, the one added last wins.
+class LowerHull {
+ public:
+  struct Line {
+    long double m, b;
+    size_t i;
+  };
+  void add(const Line& l) {
+    if (!h_.empty() && h_.back().m == l.m) {
+      if (l.b > h_.back().b) return;
+      h_.pop_back();
+    }
+    while (h_.size() >= 2 && hidden(h_[h_.size() - 2], h_.back(), l)) h_.pop_back();
+    h_.push_back(l);
+  }
+  // The line lowest at x (the hull is not empty).
+  size_t argmin(long double x) const {
+    size_t lo = 0, hi = h_.size() - 1;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (at(h_[mid + 1], x) <= at(h_[mid], x)) lo = mid + 1; else hi = mid;
+    }
+    return h_[lo].i;
+  }
+
+ private:
+  static long double at(const Line& l, long double x) { return l.b + l.m * x; }
+  // b is nowhere strictly lowest once c is there (slopes a > b > c).
+  static bool hidden(const Line& a, const Line& b, const Line& c) { return (c.b - a.b) * (a.m - b.m) <= (b.b - a.b) * (a.m - c.m); }
+  std::vector<Line> h_;
+};
+
 // Buckets: f[j] = best cost of covering values[0..j) with the last bucket
-// at round_up8(values[j-1]).
+// at cap = round_up8(values[j-1]): the minimum over i < j of
+// f[i] + compile + t(cap) * (P[j] - P[i]), P the prefix sums of steps. That
+// is a line in t(cap) per i, so a lower hull finds it in O(log n) (the
+// search over every i was quadratic: 50,000 distinct sizes took 2 s, #27).
 void plan_buckets(const std::vector<DimValue>& values, ShapePlan& p) {
   size_t n = values.size();
   std::vector<double> f(n + 1, std::numeric_limits<double>::infinity());
   std::vector<size_t> from(n + 1, 0);
+  std::vector<int64_t> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + std::max<int64_t>(values[i].steps, 0);
   f[0] = 0;
+  LowerHull hull;
   for (size_t j = 1; j <= n; ++j) {
-    int64_t cap = round_up8(values[j - 1].value);
-    double exec = 0;
-    for (size_t i = j; i-- > 0;) {
-      exec += static_cast<double>(values[i].steps) * step_time(p, cap);
-      double c = f[i] + p.compile_per_graph_s + exec;
-      if (c < f[j]) {
-        f[j] = c;
-        from[j] = i;
-      }
-    }
+    hull.add({-static_cast<long double>(prefix[j - 1]), f[j - 1], j - 1});
+    const double t = step_time(p, round_up8(values[j - 1].value));
+    const size_t i = hull.argmin(t);
+    f[j] = f[i] + p.compile_per_graph_s + t * static_cast<double>(prefix[j] - prefix[i]);
+    from[j] = i;
   }
   std::vector<int64_t> caps;
   int64_t bucket_padded = 0;

@@ -974,12 +974,13 @@ struct Collector::Impl {
   }
 
   // Each framework's logs, in the table's order: ids above the rows' and the imports' before it.
-  void import_frameworks() {
+  // `end_ts`: when the program ended (0: now).
+  void import_frameworks(uint64_t end_ts) {
     import::ImportTarget t;
     t.writer = &writer;
     t.start_ts = info.start_ts;
     t.start_unix_ns = info.start_unix_ns;
-    t.end_ts = trace::monotonic_ns();  // the program has exited: nothing it logged is later
+    t.end_ts = end_ts ? end_ts : trace::monotonic_ns();  // the program has exited: nothing it logged is later
     t.pid_in_run = [this](uint32_t pid) { return process_by_pid.contains(pid) || !started_before_run(pid); };
     t.min_mtime_unix_ns = info.start_unix_ns;
     t.first_graph_id = max_graph_id + 1;
@@ -1003,10 +1004,10 @@ struct Collector::Impl {
 
   // The imports, where neither a signal nor an exception loses the run: what
   // they wrote stays, and the run is marked incomplete with the reason.
-  void import_frameworks_kept() {
+  void import_frameworks_kept(uint64_t end_ts) {
     const size_t before = notes.size();
     try {
-      import_frameworks();
+      import_frameworks(end_ts);
     } catch (const std::bad_alloc&) {
       notes.push_back("out of memory while importing the frameworks' logs: the import was cut, what it wrote before is kept");
     } catch (const std::exception& e) {
@@ -1109,7 +1110,7 @@ Status Collector::finish(const RunEnd& end) {
   m.final_no_ring = m.region.header().dropped_no_ring.load(std::memory_order_relaxed);
   m.final_drops = true;
   if (!m.discarding) m.write_python_steps();
-  if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks_kept();
+  if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks_kept(end.end_ts);
   RunEnd final_end = end;
   const std::string& path = m.writer.path();
   if (!m.discarding) {
