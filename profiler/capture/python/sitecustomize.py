@@ -395,6 +395,49 @@ def _register_jax(jax):
 # ---------------------------------------------------------------- PyTorch/XLA
 
 
+_XLA_LIBRARY = []  # the torch.library.Library of the kernel below: it lives as long as the program
+
+
+def _xla_scalar_reads(torch, local, log, now, since_last, skip):
+    """Logs item(), float(), int() and bool() of an XLA tensor called by the program's own code (its frame is not
+    under `skip`) as a forced evaluation: a Python kernel of aten::_local_scalar_dense for the AutogradXLA key that
+    goes on below autograd to PyTorch/XLA's own (the op returns a number: there is no gradient to keep). The
+    call is told from the line's text. False when torch takes no such kernel."""
+    import linecache
+
+    try:
+        dense = torch.ops.aten._local_scalar_dense.default
+        below_autograd = torch._C._AutoDispatchBelowAutograd
+        library = torch.library.Library("aten", "IMPL")
+    except Exception:
+        return False
+
+    def read(tensor):
+        frame = None if getattr(local, "busy", False) else sys._getframe(1)
+        if frame is None or frame.f_code.co_filename.startswith(skip):
+            with below_autograd():
+                return dense(tensor)
+        local.busy = True
+        t0 = now()
+        try:
+            with below_autograd():
+                return dense(tensor)
+        finally:
+            local.busy = False
+            text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            what = next((call for token, call in ((".item(", "item()"), ("float(", "float()"), ("int(", "int()"))
+                         if token in text), "bool()")
+            log.record(k="eval", ts=t0, dur=now() - t0, kind="item", what=what, file=frame.f_code.co_filename,
+                       line=frame.f_lineno, fn=frame.f_code.co_name, **since_last())
+
+    try:
+        library.impl("_local_scalar_dense", read, "AutogradXLA")
+    except Exception:
+        return False
+    _XLA_LIBRARY.append(library)
+    return True
+
+
 def _register_xla(torch_xla):
     """Writes DIR/xla-PID.log (DIR = TC_XLA_LOG_DIR): each torch_xla.sync() (xm.mark_step()) as a step, each forced
     evaluation of an XLA tensor by the program's own code, each host-to-device .to() with its shape, and with each
@@ -488,9 +531,13 @@ def _register_xla(torch_xla):
         frame = caller(depth + 1)  # caller's own frame is one more
         return frame if frame is not None and frame is sys._getframe(depth) else None
 
-    _wrap_reads(Tensor, (("item", "item", "item()"), ("tolist", "to_host", "tolist()"), ("__float__", "item", "float()"),
-                         ("__int__", "item", "int()"), ("__bool__", "item", "bool()"), ("cpu", "to_host", "cpu()"),
-                         ("numpy", "to_host", "numpy()"), ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
+    # item(), float(), int() and bool() of an XLA tensor: a kernel of aten::_local_scalar_dense for AutogradXLA
+    # (XLA tensors only: other tensors' reads stay in C).
+    if not _xla_scalar_reads(torch, local, log, now, since_last, skip):
+        _wrap_reads(Tensor, (("item", "item", "item()"), ("__float__", "item", "float()"), ("__int__", "item", "int()"),
+                             ("__bool__", "item", "bool()")), local, "busy", log, now, program_frame, since_last)
+    _wrap_reads(Tensor, (("tolist", "to_host", "tolist()"), ("cpu", "to_host", "cpu()"), ("numpy", "to_host", "numpy()"),
+                         ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
                 local, "busy", log, now, program_frame, since_last)
 
     # Graph inputs: a host tensor moved to the XLA device by the program's own code, named by the variable it is
