@@ -40,9 +40,9 @@ struct UserSite {
   }
 };
 
-// The program's case run plainly and under tc-profile -q (store `out`): the same stdout, stderr and exit.
-void expect_same(const std::vector<std::string>& flags, const std::string& which, const std::string& out = "") {
-  const std::string py = python();
+// The program's case run by `py` plainly and under tc-profile -q (store `out`): the same stdout, stderr and exit.
+void expect_same(const std::vector<std::string>& flags, const std::string& which, const std::string& out = "",
+                 const std::string& py = python()) {
   UserSite site;
   TempDir dir;
   std::vector<std::string> program = {py};
@@ -88,6 +88,22 @@ TEST(HookTransparency, OsExit) {
 TEST(HookTransparency, JaxJitIntrospection) {
   TC_REQUIRE_PYTHON_PEER(python(), "jax", {}, kHow);
   expect_same({}, "jax");
+}
+
+// With torch_xla imported, CPU tensors' item()/bool()/float()/int() are torch's own C methods (XLA tensors' reads
+// go through the hook's kernel: XlaPython.* checks what it records); the store has the XLA reads.
+TEST(HookTransparency, XlaLeavesCpuTensorReadsInC) {
+  const std::string py = tc::test::python_sample::python("TC_TEST_XLA_PYTHON", ".tc-test-venv-xla");
+  TC_REQUIRE_PYTHON_PEER(py, "torch_xla", {}, "scripts/test.sh installs torch-xla 2.9 into .tc-test-venv-xla");
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  setenv("PJRT_DEVICE", "CPU", 1);
+  expect_same({}, "xla", out, py);
+  auto r = tc::store::Reader::open(out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto n = r->scalar_i64("SELECT count(*) FROM explicit_evaluations");
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 4);  // item(), bool(), float(), int() of the XLA tensor
 }
 
 // Two workers by fork() and the parent, 5 optimizer steps each: 15 steps, 5 per process.

@@ -9,6 +9,8 @@
   exit    prints, then os._exit(3) with no flush of Python's buffers but its own
   jax     jax.jit introspection: the type, the attributes, .lower()'s error, a call, the modules imported
   jaxexit jitted calls, then os._exit(0); jaxkill: the same, then SIGTERM to itself
+  xla     (torch_xla) what torch.Tensor's scalar reads are, and an XLA tensor read back: the hook must leave CPU
+          tensors' reads in C
 """
 import os
 import sys
@@ -87,6 +89,17 @@ def jax_case():
     print("modules", sorted(m for m in sys.modules if not m.startswith(("jax", "jaxlib", "ml_dtypes", "numpy"))))
 
 
+def xla_case():
+    import torch
+    import torch_xla
+
+    reads = ("item", "__bool__", "__float__", "__int__")
+    print("reads", [(name, type(getattr(torch.Tensor, name)).__name__) for name in reads])
+    print("from C", [getattr(torch.Tensor, name) is getattr(torch._C.TensorBase, name) for name in reads])
+    x = (torch.ones(3).to(torch_xla.device()) * 2).sum()
+    print("xla", x.item(), bool(x > 1), float(x), int(x))
+
+
 def jax_steps_then(end):
     import jax
     import jax.numpy as jnp
@@ -120,6 +133,8 @@ def main():
         os._exit(3)
     elif case == "jax":
         jax_case()
+    elif case == "xla":
+        xla_case()
     elif case in ("jaxexit", "jaxkill"):
         jax_steps_then(case[3:])
     else:
