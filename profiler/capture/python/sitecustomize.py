@@ -59,7 +59,7 @@ def _chain():
     """Imports the sitecustomize this one hides, in its place: `import sitecustomize` then returns the program's own
     module, or fails as it would without tc (site ignores an ImportError of that name). Run last: the import that is
     running this file returns whatever sys.modules holds for the name when it ends."""
-    del sys.modules[__name__]
+    sys.modules.pop(__name__, None)
     __import__(__name__)
 
 
