@@ -2,16 +2,23 @@
 
 tc-profile puts the directory of this file first on PYTHONPATH (unless
 --no-python-hooks), so Python imports it at start-up as `sitecustomize`. It
-  - runs the sitecustomize it hides (the next one on sys.path), as
-    opentelemetry-instrument and ddtrace-run do;
-  - imports nothing itself: only when the program imports torch does it
-    register torch's global optimizer step hook
-    (torch.optim.optimizer.register_optimizer_step_post_hook);
-  - marks each step() of the first optimizer that steps with an NVTX mark
+leaves the program as it was (tests/collect/hook_transparency_test.cpp):
+  - it takes its directory off sys.path again, and imports the sitecustomize
+    it hid (the next one on sys.path) in its own place, so that
+    `import sitecustomize` returns the program's own module (or fails, as it
+    would without tc);
+  - at start-up it imports nothing (it uses os and sys, which site imported)
+    and leaves sys.meta_path alone: until the program imports torch, jax or
+    torch_xla, PathFinder.find_spec is patched to see those imports. What it
+    imports then (functools, json, threading, ...) the framework has imported;
+  - once the program imports torch it registers torch's global optimizer step
+    hook (torch.optim.optimizer.register_optimizer_step_post_hook) and marks
+    each step() of the first optimizer that steps with an NVTX mark
     "tc.optimizer_step" (torch.cuda.nvtx.mark, which tc's NVTX capture records
-    on any machine, GPU or not), and the moment torch was imported with
-    "tc.optimizer_steps_start". The collector turns the marks into the run's
-    steps (tc/collect/collector.h: kStepMark).
+    on any machine, GPU or not), and the moment torch was imported (and each
+    fork() after it, in the child) with "tc.optimizer_steps_start". The
+    collector turns the marks into the run's steps (tc/collect/collector.h:
+    kStepMark).
 Cost: one NVTX mark per step, a few microseconds (docs/frameworks.md).
 
 For JAX (only once the program imports jax, and only when tc-profile set
@@ -22,38 +29,38 @@ imports at the end of the run (tc/import/import.h, import_jax_log):
   - the "TRACING CACHE MISS" explanations of jax_explain_cache_misses, which
     it turns on (their text as JAX wrote it; printed only if you turned the
     option on yourself);
-  - each call of a jax.jit function that is not inside another jitted
-    function's call (the collector counts the calls of the one called most
-    as the steps);
+  - each call of a jax.jit function of the program that is not inside
+    another jitted function's call (the collector counts the calls of the
+    one called most as the steps), seen through the __call__ of jaxlib's
+    PjitFunction type: jax.jit is not wrapped;
   - float()/int()/bool()/item()/tolist()/numpy.asarray()/printing of a jax
     Array by the program's own code, with its file:line and how long it
     waited (a forced evaluation).
-The file holds at most 64 MiB; the collector trusts none of it.
+Each line is written as it is recorded (one os.write), so a program that
+ends in os._exit() or by a signal keeps them. The file holds at most 64 MiB;
+the collector trusts none of it.
 """
-import functools
-import os
+import os  # os and sys: site imported both before this file
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _chain():
-    """Runs the sitecustomize this one hides, if any."""
-    import importlib.machinery
-    import importlib.util
+def _hide():
+    """Takes this hook's directory off sys.path, where PYTHONPATH put it: the program sees the path it would without tc."""
+    for i, entry in enumerate(sys.path):
+        if isinstance(entry, str) and entry and os.path.abspath(entry) == _HERE:
+            del sys.path[i]
+            sys.path_importer_cache.pop(entry, None)
+            return
 
-    for entry in sys.path:
-        if not isinstance(entry, str):
-            continue
-        where = os.path.abspath(entry or os.getcwd())
-        if where == _HERE:
-            continue
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", [entry or "."])
-        if spec is None or spec.origin is None or os.path.dirname(os.path.abspath(spec.origin)) == _HERE:
-            continue
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return
+
+def _chain():
+    """Imports the sitecustomize this one hides, in its place: `import sitecustomize` then returns the program's own
+    module, or fails as it would without tc (site ignores an ImportError of that name). Run last: the import that is
+    running this file returns whatever sys.modules holds for the name when it ends."""
+    sys.modules.pop(__name__, None)
+    __import__(__name__)
 
 
 _XLA_STEPS = []  # not empty once the PyTorch/XLA hook counts steps by torch_xla.sync()
@@ -75,39 +82,56 @@ def _register(torch):
         if first[0] == id(optimizer):
             mark("tc.optimizer_step")
 
+    def forked():  # a child of fork() (a multiprocessing worker): its own first step starts here
+        first.clear()
+        try:
+            mark("tc.optimizer_steps_start")
+        except Exception:
+            pass
+
     try:
         mark("tc.optimizer_steps_start")
         register_optimizer_step_post_hook(after_step)
+        os.register_at_fork(after_in_child=forked)
     except Exception:
         pass
 
 
-class _Watcher:
-    """A meta path finder that calls after(module) once the program imports one of `register` (name -> after)."""
+def _watch(register):
+    """Calls after(module) once the program imports one of `register` (name -> after), from the path finder's spec
+    of the module: PathFinder.find_spec is patched until the last of them is imported, and the module's loader only
+    for that import. sys.meta_path stays as it was; a module found by another finder is not seen."""
+    finder = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"), None)
+    original = getattr(finder, "__dict__", {}).get("find_spec")
+    if not isinstance(original, classmethod):
+        return
+    find = original.__get__(None, finder)
 
-    def __init__(self, register):
-        self.register = dict(register)
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.register:
-            return None
-        after = self.register.pop(name)
-        if not self.register:
-            sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)  # the finders after this one (it answers for `name` no more)
-        if spec is None or spec.loader is None:
+    def find_spec(cls, name, path=None, target=None):
+        spec = find(name, path, target)
+        if name not in register or spec is None or getattr(spec.loader, "exec_module", None) is None:
             return spec
+        after = register.pop(name)
+        if not register:
+            setattr(finder, "find_spec", original)
         loader = spec.loader
         exec_module = loader.exec_module
 
         def run_then_register(module):
+            try:
+                del loader.exec_module  # the loader as it was
+            except AttributeError:
+                pass
             exec_module(module)
             after(module)
 
-        loader.exec_module = run_then_register
+        try:
+            loader.exec_module = run_then_register
+        except Exception:  # a loader that takes no attribute: this module goes unseen
+            pass
         return spec
+
+    finder.find_spec = classmethod(find_spec)
 
 
 # ---------------------------------------------------------------- JAX
@@ -116,79 +140,55 @@ _JAX_MAX_BYTES = 64 << 20
 
 
 class _JaxLog:
-    """The JSON lines of DIR/jax-PID.log, buffered; written at 32 KiB and at exit."""
+    """The JSON lines of DIR/PREFIX-PID.log, each written by one os.write to an O_APPEND descriptor as it is
+    recorded: a program that ends in os._exit() or is killed keeps every line before it."""
 
     def __init__(self, directory, prefix="jax"):
         import json
 
         self.json = json
-        self.buf = []
-        self.size = 0
         self.written = 0
         self.pid = os.getpid()
         try:
             self.fd = os.open(os.path.join(directory, "%s-%d.log" % (prefix, self.pid)),
-                              os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                              os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND, 0o600)
         except OSError:
             self.fd = None
 
     def line(self, text):
         if self.fd is None:
             return
-        if self.written + self.size + len(text) > _JAX_MAX_BYTES - 64:
-            self.buf.append('{"k":"limit"}\n')
-            self.flush()
-            if self.fd is not None:
-                os.close(self.fd)
-            self.fd = None
-            return
-        self.buf.append(text)
-        self.size += len(text)
-        if self.size >= 32768:
-            self.flush()
+        data = text.encode("utf-8", "replace")
+        last = self.written + len(data) > _JAX_MAX_BYTES - 64  # then the limit line ends the file
+        if last:
+            data = b'{"k":"limit"}\n'
+        self.written += len(data)
+        try:
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError:
+            last = True
+        if last:
+            self.close()
 
     def record(self, **fields):
         self.line(self.json.dumps(fields, separators=(",", ":")) + "\n")
 
-    def flush(self):
-        if self.fd is None or not self.buf:
-            return
-        data = "".join(self.buf).encode("utf-8", "replace")
-        self.buf = []
-        self.size = 0
-        self.written += len(data)
-        try:
-            while data:
-                n = os.write(self.fd, data)
-                data = data[n:]
-        except OSError:
-            os.close(self.fd)
-            self.fd = None
-
-    def forked(self):
-        # A child of fork() (a data loader's worker) records nothing: its buffer is the parent's.
-        self.buf = []
-        self.size = 0
+    def close(self):
         if self.fd is not None:
             os.close(self.fd)
         self.fd = None
 
-
-class _NotGiven:
-    pass
-
-
-_NOT_GIVEN = _NotGiven()
+    def forked(self):
+        # A child of fork() (a data loader's worker) records nothing: the file is the parent's.
+        self.close()
 
 
 def _open_log(directory, prefix):
-    """DIR/PREFIX-PID.log (_JaxLog), flushed at exit and reopened by a forked child; None when it cannot be made."""
-    import atexit
-
+    """DIR/PREFIX-PID.log (_JaxLog), closed in a forked child; None when it cannot be made."""
     log = _JaxLog(directory, prefix)
     if log.fd is None:
         return None
-    atexit.register(log.flush)
     try:
         os.register_at_fork(after_in_child=log.forked)
     except Exception:
@@ -201,6 +201,7 @@ def _wrap_reads(cls, methods, local, flag, log, now, program_frame, extra=dict):
     program's own code is logged as a forced evaluation (k="eval", with extra()'s fields). program_frame(obj, depth)
     is the frame of the program that made the call (sys._getframe(depth) there is the wrapper's caller), or None
     for a call that is not logged. local.<flag> is set during a logged read: reads inside it are not logged."""
+    import functools
 
     def wrap(name, kind, what):
         original = getattr(cls, name, None)
@@ -229,10 +230,85 @@ def _wrap_reads(cls, methods, local, flag, log, now, program_frame, extra=dict):
         wrap(name, kind, what)
 
 
+def _identity(x):
+    return x
+
+
+def _jit_calls(call, own, local, log, now):
+    """A __call__ for jaxlib's PjitFunction around its own (`call`): logs each jitted function of the program (its
+    code outside `own`, the jax and jaxlib directories) at its first call (k="fun") and each outermost call of one
+    (k="call"); calls made inside another (its tracing) and jax's own functions are passed through."""
+    import functools
+    import weakref
+
+    known = {}  # id(function) -> (weak reference, its index in the log or -1), dropped with the function
+    count = [0]  # the program's functions logged
+
+    def index_of(jitted):
+        fun = getattr(jitted, "_fun", None)
+        code = getattr(fun, "__code__", None)
+        where = code.co_filename if code else ""
+        i = -1
+        if not where.startswith(own):
+            i = count[0]
+            count[0] += 1
+            log.record(k="fun", i=i, name=str(getattr(fun, "__name__", "?")), file=where,
+                       line=code.co_firstlineno if code else 0)
+        key = id(jitted)
+        try:
+            known[key] = (weakref.ref(jitted, lambda _, key=key: known.pop(key, None)), i)
+        except TypeError:
+            known[key] = (None, i)
+        return i
+
+    def __call__(self, *args, **kwargs):
+        if getattr(local, "depth", 0):
+            return call(self, *args, **kwargs)
+        entry = known.get(id(self))
+        i = index_of(self) if entry is None else entry[1]
+        if i < 0:
+            return call(self, *args, **kwargs)
+        local.depth = 1
+        t0 = now()
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            local.depth = 0
+            log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
+
+    return functools.wraps(call)(__call__)
+
+
+def _patch_call(cls, call):
+    """cls.__call__ = call, reached by every call of an instance. Python 3.12 and later then stop calling instances
+    through the type's vectorcall; 3.11 does not, so there the type's Py_TPFLAGS_HAVE_VECTORCALL bit is cleared in
+    its tp_flags (found at its offset in CPython's PyTypeObject and checked against cls.__flags__ first). The type
+    is left as it was when that cannot be done: then no calls are seen."""
+    vectorcall = 1 << 11
+    original = cls.__dict__["__call__"]
+    cls.__call__ = call
+    if sys.version_info >= (3, 12) or not cls.__flags__ & vectorcall:
+        return True
+    try:
+        import ctypes
+
+        at = 21 + (2 if hasattr(sys, "gettotalrefcount") else 0)  # tp_flags' word: after the object header and 18 slots
+        words = (ctypes.c_ulong * (at + 1)).from_address(id(cls))
+        if sys.version_info[:2] == (3, 11) and ctypes.sizeof(ctypes.c_ulong) == 8 and words[at] == cls.__flags__:
+            words[at] &= ~vectorcall
+            ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+            return True
+    except Exception:
+        pass
+    cls.__call__ = original
+    return False
+
+
 def _register_jax(jax):
     directory = os.environ.get("TC_JAX_LOG_DIR")
     if not directory:
         return
+    import functools
     import logging
     import threading
     import time
@@ -281,59 +357,23 @@ def _register_jax(jax):
     except Exception:
         pass
 
-    # Jitted calls: jax.jit returns a wrapper that records each outermost call.
-    funs = []
-
-    class _Jitted:
-        def __init__(self, jitted, fun):
-            self._tc_jitted = jitted
-            self._tc_index = None
-            self._tc_fun = fun
-            try:
-                functools.update_wrapper(self, fun)
-            except Exception:
-                pass
-
-        def __call__(self, *args, **kwargs):
-            if getattr(local, "depth", 0):
-                return self._tc_jitted(*args, **kwargs)
-            if self._tc_index is None:
-                self._tc_index = len(funs)
-                funs.append(self)
-                code = getattr(self._tc_fun, "__code__", None)
-                log.record(k="fun", i=self._tc_index, name=str(getattr(self._tc_fun, "__name__", "?")),
-                           file=code.co_filename if code else "", line=code.co_firstlineno if code else 0)
-            local.depth = 1
-            t0 = now()
-            try:
-                return self._tc_jitted(*args, **kwargs)
-            finally:
-                local.depth = 0
-                log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (self._tc_index, t0, now()))
-
-        def __get__(self, obj, objtype=None):
-            return self if obj is None else functools.partial(self, obj)
-
-        def __getattr__(self, name):
-            return getattr(self.__dict__["_tc_jitted"], name)
-
-    original_jit = jax.jit
-
-    def jit(fun=_NOT_GIVEN, /, *args, **kwargs):
-        if fun is _NOT_GIVEN:
-            decorate = original_jit(*args, **kwargs)
-            return lambda f: _Jitted(decorate(f), f)
-        jitted = original_jit(fun, *args, **kwargs)
-        return _Jitted(jitted, fun) if callable(fun) else jitted
-
+    # Jitted calls: the type of what jax.jit returns (jaxlib's PjitFunction, jnp's functions too) calls back here
+    # for every call, and the outermost calls of the program's own functions are recorded. jax.jit and what it
+    # returns stay as they are: their types, attributes and errors.
+    jax_dir = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
+    own = (jax_dir,) + tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                             for m in (sys.modules.get("jaxlib"),) if getattr(m, "__file__", None))
     try:
-        functools.update_wrapper(jit, original_jit)
-        jax.jit = jit
+        from jax._src import traceback_util
+
+        traceback_util.register_exclusion(_HERE + os.sep)  # JAX's filtered tracebacks leave this hook out
+        Pjit = type(jax.jit(_identity))
     except Exception:
-        pass
+        Pjit = None
+    if Pjit is not None and Pjit.__module__.startswith("jaxlib") and "__call__" in Pjit.__dict__:
+        _patch_call(Pjit, _jit_calls(Pjit.__dict__["__call__"], own, local, log, now))
 
     # Forced evaluations: a jax Array read back on the host by the program's own code.
-    jax_dir = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
     try:
         from jax._src import array as _array
 
@@ -355,6 +395,49 @@ def _register_jax(jax):
 # ---------------------------------------------------------------- PyTorch/XLA
 
 
+_XLA_LIBRARY = []  # the torch.library.Library of the kernel below: it lives as long as the program
+
+
+def _xla_scalar_reads(torch, local, log, now, since_last, skip):
+    """Logs item(), float(), int() and bool() of an XLA tensor called by the program's own code (its frame is not
+    under `skip`) as a forced evaluation: a Python kernel of aten::_local_scalar_dense for the AutogradXLA key that
+    goes on below autograd to PyTorch/XLA's own (the op returns a number: there is no gradient to keep). The
+    call is told from the line's text. False when torch takes no such kernel."""
+    import linecache
+
+    try:
+        dense = torch.ops.aten._local_scalar_dense.default
+        below_autograd = torch._C._AutoDispatchBelowAutograd
+        library = torch.library.Library("aten", "IMPL")
+    except Exception:
+        return False
+
+    def read(tensor):
+        frame = None if getattr(local, "busy", False) else sys._getframe(1)
+        if frame is None or frame.f_code.co_filename.startswith(skip):
+            with below_autograd():
+                return dense(tensor)
+        local.busy = True
+        t0 = now()
+        try:
+            with below_autograd():
+                return dense(tensor)
+        finally:
+            local.busy = False
+            text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            what = next((call for token, call in ((".item(", "item()"), ("float(", "float()"), ("int(", "int()"))
+                         if token in text), "bool()")
+            log.record(k="eval", ts=t0, dur=now() - t0, kind="item", what=what, file=frame.f_code.co_filename,
+                       line=frame.f_lineno, fn=frame.f_code.co_name, **since_last())
+
+    try:
+        library.impl("_local_scalar_dense", read, "AutogradXLA")
+    except Exception:
+        return False
+    _XLA_LIBRARY.append(library)
+    return True
+
+
 def _register_xla(torch_xla):
     """Writes DIR/xla-PID.log (DIR = TC_XLA_LOG_DIR): each torch_xla.sync() (xm.mark_step()) as a step, each forced
     evaluation of an XLA tensor by the program's own code, each host-to-device .to() with its shape, and with each
@@ -362,6 +445,7 @@ def _register_xla(torch_xla):
     directory = os.environ.get("TC_XLA_LOG_DIR")
     if not directory:
         return
+    import functools
     import linecache
     import re
     import threading
@@ -440,16 +524,20 @@ def _register_xla(torch_xla):
 
     def program_frame(tensor, depth):
         try:
-            if tensor.device.type != "xla":
+            if not tensor.is_xla:  # an XLA tensor's .device waits for its pending transfer: 0.5 ms
                 return None
         except Exception:
             return None
         frame = caller(depth + 1)  # caller's own frame is one more
         return frame if frame is not None and frame is sys._getframe(depth) else None
 
-    _wrap_reads(Tensor, (("item", "item", "item()"), ("tolist", "to_host", "tolist()"), ("__float__", "item", "float()"),
-                         ("__int__", "item", "int()"), ("__bool__", "item", "bool()"), ("cpu", "to_host", "cpu()"),
-                         ("numpy", "to_host", "numpy()"), ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
+    # item(), float(), int() and bool() of an XLA tensor: a kernel of aten::_local_scalar_dense for AutogradXLA
+    # (XLA tensors only: other tensors' reads stay in C).
+    if not _xla_scalar_reads(torch, local, log, now, since_last, skip):
+        _wrap_reads(Tensor, (("item", "item", "item()"), ("__float__", "item", "float()"), ("__int__", "item", "int()"),
+                             ("__bool__", "item", "bool()")), local, "busy", log, now, program_frame, since_last)
+    _wrap_reads(Tensor, (("tolist", "to_host", "tolist()"), ("cpu", "to_host", "cpu()"), ("numpy", "to_host", "numpy()"),
+                         ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
                 local, "busy", log, now, program_frame, since_last)
 
     # Graph inputs: a host tensor moved to the XLA device by the program's own code, named by the variable it is
@@ -460,7 +548,7 @@ def _register_xla(torch_xla):
     def to(self, *args, **kwargs):
         out = original_to(self, *args, **kwargs)
         try:
-            if out is self or out.device.type != "xla" or self.device.type == "xla":
+            if out is self or not out.is_xla or self.is_xla:  # not out.device, out.shape: they wait for the transfer
                 return out
             frame = sys._getframe(1)
             where = frame.f_code.co_filename
@@ -468,7 +556,7 @@ def _register_xla(torch_xla):
                 return out
             m = assigned.match(linecache.getline(where, frame.f_lineno))
             log.record(k="input", ts=now(), name=m.group(1) if m else "%s:%d" % (os.path.basename(where), frame.f_lineno),
-                       file=where, line=frame.f_lineno, shape=list(out.shape))
+                       file=where, line=frame.f_lineno, shape=list(self.shape))
         except Exception:
             pass
         return out
@@ -487,9 +575,10 @@ def _install():
         else:
             register[name] = after
     if register:
-        sys.meta_path.insert(0, _Watcher(register))
+        _watch(register)
 
 
+_hide()
 try:
     _install()
 finally:

@@ -1,0 +1,145 @@
+"""What a program sees of its own interpreter, printed so that a run under tc-profile can be diffed against a plain one
+(tests/collect/hook_transparency_test.cpp). One case per run: python hook_transparency.py CASE.
+
+  state   sys.path, sys.meta_path, sys.path_importer_cache, the modules imported, atexit's callbacks, and the module
+          `import sitecustomize` returns (the test puts a sitecustomize of its own on PYTHONPATH)
+  torch   the modules imported by `import torch`, then three optimizer steps
+  fork    two multiprocessing workers by fork(), each with 5 optimizer steps, then 5 in the parent
+  spawn   two workers by spawn (each a new interpreter, which loads the hook again), with no torch
+  exit    prints, then os._exit(3) with no flush of Python's buffers but its own
+  jax     jax.jit introspection: the type, the attributes, .lower()'s error, a call, the modules imported
+  jaxexit jitted calls, then os._exit(0); jaxkill: the same, then SIGTERM to itself
+  xla     (torch_xla) what torch.Tensor's scalar reads are, and an XLA tensor read back: the hook must leave CPU
+          tensors' reads in C
+"""
+import os
+import sys
+
+
+def state():
+    import atexit
+
+    print("path", sys.path)
+    print("meta_path", [getattr(f, "__name__", type(f).__name__) for f in sys.meta_path])
+    print("path_importer_cache", sorted(k for k in sys.path_importer_cache if isinstance(k, str)))
+    print("modules", sorted(sys.modules))
+    print("atexit", atexit._ncallbacks())
+    try:
+        import sitecustomize
+    except ImportError as e:
+        print("no sitecustomize:", e)
+    else:
+        print("sitecustomize", sitecustomize.__name__, getattr(sitecustomize, "USER_VALUE", None),
+              os.path.basename(os.path.dirname(sitecustomize.__file__)))
+
+
+def steps(n, seed=0):
+    import torch
+
+    torch.manual_seed(seed)
+    w = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([w], lr=0.1)
+    for _ in range(n):
+        opt.zero_grad()
+        (w * w).sum().backward()
+        opt.step()
+    return round(float(w.detach().sum()), 6)
+
+
+def work(i):
+    return i, steps(5, i)
+
+
+def square(i):
+    return i, i * i, sys.path, "sitecustomize" in sys.modules
+
+
+def pool(method):
+    import multiprocessing
+
+    if method == "fork":
+        import torch  # noqa: F401 (the workers inherit it)
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(2) as p:
+        print(method, sorted(p.map(work if method == "fork" else square, range(2))))
+    if method == "fork":
+        print("parent", steps(5))
+
+
+def jax_case():
+    import jax
+    import jax.numpy as jnp
+
+    def f(x, y):
+        """f's doc"""
+        return x * y + 1
+
+    j = jax.jit(f)
+    print("type", type(j), type(j).__module__, type(j).__qualname__)
+    print("attrs", sorted(a for a in dir(j) if not a.startswith("__") or a in ("__wrapped__", "__doc__", "__name__")))
+    print("name", j.__name__, j.__doc__, j.__wrapped__ is f, j._fun is f)
+    try:
+        j.lower()
+    except Exception as e:
+        print("lower", type(e).__name__, e)
+    d = jax.jit(static_argnums=1)(f)
+    print("decorated", type(d), d(jnp.float32(2), 3))
+    print("call", j(jnp.float32(2), jnp.float32(3)), j.lower(jnp.float32(2), jnp.float32(3)).as_text().count("multiply"))
+    print("jit", jax.jit.__module__, jax.jit.__name__, jax.jit is jax._src.api.jit)
+    print("modules", sorted(m for m in sys.modules if not m.startswith(("jax", "jaxlib", "ml_dtypes", "numpy"))))
+
+
+def xla_case():
+    import torch
+    import torch_xla
+
+    reads = ("item", "__bool__", "__float__", "__int__")
+    print("reads", [(name, type(getattr(torch.Tensor, name)).__name__) for name in reads])
+    print("from C", [getattr(torch.Tensor, name) is getattr(torch._C.TensorBase, name) for name in reads])
+    x = (torch.ones(3).to(torch_xla.device()) * 2).sum()
+    print("xla", x.item(), bool(x > 1), float(x), int(x))
+
+
+def jax_steps_then(end):
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x: x * 2 + 1)
+    x = jnp.ones(3)
+    for _ in range(5):
+        x = step(x)
+    print("steps", 5, float(x.sum()), flush=True)
+    if end == "exit":
+        os._exit(0)
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main():
+    case = sys.argv[1]
+    if case == "state":
+        state()
+    elif case == "torch":
+        import torch  # noqa: F401
+
+        print("modules", sorted(sys.modules))
+        print("steps", steps(3))
+    elif case in ("fork", "spawn"):
+        pool(case)
+    elif case == "exit":
+        print("before exit", flush=True)
+        sys.stderr.write("unflushed stderr is written as it goes\n")
+        os._exit(3)
+    elif case == "jax":
+        jax_case()
+    elif case == "xla":
+        xla_case()
+    elif case in ("jaxexit", "jaxkill"):
+        jax_steps_then(case[3:])
+    else:
+        sys.exit("unknown case " + case)
+
+
+if __name__ == "__main__":
+    main()
