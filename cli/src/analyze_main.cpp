@@ -30,6 +30,7 @@
 #include "tc/analysis/ranges.h"
 #include "tc/analysis/report.h"
 #include "tc/store/reader.h"
+#include "tc/trace/python_command.h"
 
 namespace {
 
@@ -234,6 +235,11 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
     return kThresholdCrossed;
   }
   if (o.sub == "report" && tc::analysis::recorded_nothing(r)) {
+    if (const char flag = tc::trace::python_flag_without_hook(r.run.command)) {
+      std::fprintf(stderr, "tc-analyze: %s: the run recorded nothing: %s, so tc's Python hook did not load; rerun without -%c\n",
+                   shown(path).c_str(), tc::trace::python_flag_words(flag).c_str(), flag);
+      return kNothingRecorded;
+    }
     std::fprintf(stderr,
                  "tc-analyze: %s: the run recorded nothing: no training steps, ranges, marks, compilations or GPU activity; profile a program "
                  "that trains with tc, records NVTX ranges or runs on a GPU\n",

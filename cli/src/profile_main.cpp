@@ -40,6 +40,7 @@
 #include "tc/import/import.h"
 #include "tc/store/output.h"
 #include "tc/store/writer.h"
+#include "tc/trace/python_command.h"
 #include "tc/trace/region.h"
 
 namespace {
@@ -456,30 +457,6 @@ std::string framework_log(const tc::import::Framework& f, bool collect, bool qui
   return dir;
 }
 
-// The flag of a Python command line that keeps tc's hook from loading: -I or
-// -E (PYTHONPATH ignored) or -S (no site, so no sitecustomize); 0 for none or
-// for a program that is not `python*`.
-char python_flag_without_hook(const std::vector<std::string>& command) {
-  if (command.empty() || std::filesystem::path(command[0]).filename().string().rfind("python", 0) != 0) return 0;
-  for (size_t i = 1; i < command.size(); ++i) {
-    const std::string& a = command[i];
-    if (a.size() < 2 || a[0] != '-' || a == "--") return 0;  // the script, stdin or the end of the options
-    if (a[1] == '-') {
-      if (a == "--check-hash-based-pycs") ++i;
-      continue;
-    }
-    for (size_t k = 1; k < a.size(); ++k) {
-      if (a[k] == 'I' || a[k] == 'E' || a[k] == 'S') return a[k];
-      if (a[k] == 'c' || a[k] == 'm') return 0;  // the rest is the program's
-      if (a[k] == 'W' || a[k] == 'X') {
-        if (k + 1 == a.size()) ++i;  // its value is the next argument
-        break;
-      }
-    }
-  }
-  return 0;
-}
-
 using FrameworkImports = std::vector<std::pair<const tc::import::Framework*, std::string>>;  // framework, log directory
 
 // NVTX and GPU activity (our injection libraries, unless the user attached a
@@ -500,10 +477,10 @@ ProgramEnv program_environment(const Options& o, tc::collect::RunInfo& info, Fra
     const bool collect = !o.no_framework_logs && (!f.hook || !hook_dir.empty());
     if (std::string dir = framework_log(f, collect, o.quiet, logs, env); !dir.empty()) imports.emplace_back(&f, dir);
   }
-  if (const char flag = hook_dir.empty() ? 0 : python_flag_without_hook(o.command); flag && !o.quiet) {
-    std::fprintf(stderr, "tc-profile: python -%c %s, so tc's Python hook does not load: no optimizer steps and no JAX or PyTorch/XLA "
+  if (const char flag = hook_dir.empty() ? 0 : tc::trace::python_flag_without_hook(o.command); flag && !o.quiet) {
+    std::fprintf(stderr, "tc-profile: %s, so tc's Python hook does not load: no optimizer steps and no JAX or PyTorch/XLA "
                  "log; drop -%c (or take the steps from an NVTX range with --step-range NAME)\n",
-                 flag, flag == 'S' ? "skips site" : "ignores PYTHONPATH", flag);
+                 tc::trace::python_flag_words(flag).c_str(), flag);
   }
   std::string python_path = hook_dir;
   if (const char* pp = std::getenv("PYTHONPATH"); !hook_dir.empty() && pp && *pp) python_path += std::string(":") + pp;

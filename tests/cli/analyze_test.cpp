@@ -600,6 +600,28 @@ TEST(Analyze, RangesTableTextAndJson) {
   EXPECT_NE(help.out.find("--step-range NAME"), std::string::npos) << help.out;
 }
 
+// python -I, -E or -S keeps tc's hook from loading: the note says so, not
+// that the program "does not link tc" (#27). python3 is Debian's.
+TEST(Analyze, APythonRunWithoutTheHookIsSaid) {
+  TempDir dir;
+  for (const char* flag : {"-I", "-E", "-S"}) {
+    const std::string store = dir.file(std::string("py") + flag + ".tcdb");
+    Exit p = tc::test::run({bin("tc-profile"), "-q", "-o", store, "--", "python3", flag, "-c", "pass"});
+    ASSERT_EQ(p.code, 0) << p.err;
+    const std::string words = std::string("python ") + flag + (flag[1] == 'S' ? " skips site" : " ignores PYTHONPATH");
+    // Nothing recorded (exit 12): the one line says why.
+    Exit e = analyze({store});
+    EXPECT_EQ(e.code, 12) << e.err;
+    EXPECT_NE(e.err.find(words + ", so tc's Python hook did not load; rerun without " + flag), std::string::npos) << e.err;
+    EXPECT_EQ(tc::test::count_lines(e.err), 1) << e.err;
+    // With a range recorded, the report's note says so.
+    Exit j = analyze({store, "--json"});
+    EXPECT_NE(j.out.find("no training steps: " + words + ", so tc's Python hook did not load; rerun without " + flag), std::string::npos)
+        << j.out;
+    EXPECT_EQ(j.out.find("does not link tc"), std::string::npos) << j.out;
+  }
+}
+
 TEST(Analyze, AProgramWithoutTcIsReportedAndStepsComeFromARange) {
   TempDir dir;
   std::string store = write_nvtx_store(dir);

@@ -10,6 +10,7 @@
 #include "tc/analysis/kernels.h"
 #include "tc/store/json_text.h"
 #include "tc/store/schema.h"
+#include "tc/trace/python_command.h"
 
 namespace tc::analysis {
 
@@ -163,6 +164,10 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
   } else if (s.compilations > 0 || s.explicit_evaluations > 0 || s.execute_s > 0) {
     report.notes.push_back("no training steps: tc::mark_step() was never called; to take the steps from a range instead, give "
                            "tc-analyze --step-range NAME" + candidates(report.ranges));
+  } else if (const char flag = trace::python_flag_without_hook(report.run.command)) {
+    report.notes.push_back("no training steps: " + trace::python_flag_words(flag) + ", so tc's Python hook did not load; rerun without -" +
+                           std::string(1, flag) + ", or give tc-analyze --step-range NAME to take the steps from an NVTX range" +
+                           candidates(report.ranges));
   } else {
     report.notes.push_back("no training steps: the program does not link tc and no --step-range was given; rerun with tc-profile "
                            "--step-range NAME (or give tc-analyze --step-range NAME) to take the steps from an NVTX range" +
