@@ -256,7 +256,9 @@ std::string python_hook_dir() {
 }
 
 // A private directory for the frameworks' logs (TORCH_TRACE, the Python
-// hook's JAX log), removed with everything in it when tc-profile ends.
+// hook's JAX log), removed with everything in it when tc-profile ends. Its
+// name holds tc-profile's pid: a tc-profile killed by SIGKILL cannot remove
+// its own, so the next one removes those of ended tc-profiles (sweep()).
 struct FrameworkLogs {
   std::string dir;
   ~FrameworkLogs() {
@@ -266,10 +268,33 @@ struct FrameworkLogs {
   }
   bool make() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/tc-profile-XXXXXX";
+    const std::string parent = tmp && *tmp ? tmp : "/tmp";
+    sweep(parent);
+    std::string t = parent + "/tc-profile-" + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(t.data()) == nullptr) return false;
     dir = t;
     return true;
+  }
+  // Removes PARENT/tc-profile-PID-XXXXXX directories of this user whose
+  // tc-profile has ended (no process PID). A reused pid keeps its directory
+  // (for a later sweep); remove_all removes links, never what they name.
+  static void sweep(const std::string& parent) {
+    std::error_code ec;
+    std::filesystem::directory_iterator it(parent, ec), end;
+    for (int seen = 0; !ec && it != end && seen < 4096; it.increment(ec), ++seen) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("tc-profile-", 0) != 0) continue;
+      const size_t dash = name.find('-', 11);
+      if (dash == std::string::npos || dash == 11 || name.size() != dash + 7) continue;
+      const std::string pid_text = name.substr(11, dash - 11);
+      if (pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+      struct stat st{};
+      if (pid <= 0 || ::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+      if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask): kept
+      std::error_code rm;
+      std::filesystem::remove_all(it->path(), rm);
+    }
   }
   // DIR/name, made; "" when it cannot be.
   std::string sub(const char* name) {

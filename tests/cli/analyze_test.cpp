@@ -370,6 +370,7 @@ TEST(Analyze, DamagedStoresAreCodeFive) {
 // #27: negative or INT64_MIN durations overflow the sums of every report: a
 // damaged store (5, one line that says so), not bad usage (2).
 TEST(Analyze, DurationsThatOverflowAreADamagedStore) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): the run records no compilations";
   TempDir dir;
   std::string good = record_training(dir, "good.tcdb", 1);
   for (const char* table : {"compilations", "executions"}) {
@@ -411,6 +412,7 @@ std::vector<std::string> rows(const std::string& path, std::string_view statemen
 // scanned compilation_inputs whole. Its query now groups the inputs once and
 // joins them by graph_id through an index, with the same rows as before.
 TEST(Analyze, RecompilesJoinsTheShapeChangesOnceWithTheOldRows) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF): the run records no compilations";
   TempDir dir;
   std::string path = record_training(dir, "many.tcdb", 1);
   // 3,000 more compilations: graph 1000+k, with 0, 1 or more shape changes (of two threads, in no graph_id order), a diff on every 5th.

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -333,3 +335,39 @@ TEST(ProfileEnd, ExitStatusesAreTheDocumentedOnes) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- a killed tc-profile's private directory
+
+// kill -9 of tc-profile leaves its private directory of the frameworks' logs
+// (nothing can remove it then); the next tc-profile removes those of
+// tc-profiles that ended, keeps those of live ones, and removes a link in
+// them, never what it names.
+TEST(ProfileEnd, TheNextRunRemovesThePrivateDirectoryOfAKilledOne) {
+  TempDir dir;
+  const std::string outside = dir.file("outside.txt");
+  std::ofstream(outside) << "keep me";
+  const pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(dead, &status, 0), dead);
+  const std::string gone = dir.file("tc-profile-" + std::to_string(dead) + "-abcdef");
+  const std::string live = dir.file("tc-profile-" + std::to_string(getpid()) + "-ghijkl");
+  for (const std::string& d : {gone, live}) {
+    std::filesystem::create_directories(d + "/torch_trace");
+    std::ofstream(d + "/torch_trace/x.log") << "log\n";
+    std::filesystem::create_symlink(outside, d + "/link");
+  }
+  tc::test::Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", dir.file("run.tcdb"), "--", "/bin/true"}, {{"TMPDIR", dir.path().string()}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(gone)) << "the directory of an ended tc-profile stays";
+  EXPECT_TRUE(std::filesystem::exists(live + "/torch_trace/x.log")) << "a live tc-profile's directory was removed";
+  EXPECT_EQ(tc::test::read_file(outside), "keep me");
+  // And the run's own is gone too.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("tc-profile-", 0) == 0) {
+      EXPECT_EQ(entry.path().string(), live) << name;
+    }
+  }
+}
