@@ -241,7 +241,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Int, rank, "this process's rank")                                                                                   \
   F(Int, world_size, "ranks in the job")                                                                                \
   F(Text, host, "host name")                                                                                            \
-  F(Text, job, "the launcher's job id (Open MPI's OMPI_MCA_orte_ess_jobid or PMIX_NAMESPACE, SLURM_JOB_ID); NULL if none") \
+  F(Text, job, "the launcher's job id (Open MPI's OMPI_MCA_orte_ess_jobid or PMIX_NAMESPACE, Slurm's SLURM_JOB_ID.SLURM_STEP_ID); NULL if none") \
   F(Int, clock_offset_ns, "rank 0's CLOCK_MONOTONIC minus this rank's, measured at init (0 on rank 0): add it to this store's ts to line up with rank 0") \
   F(Int, clock_error_ns, "half the shortest ping-pong round trip of that measurement: the offset's uncertainty")
 
