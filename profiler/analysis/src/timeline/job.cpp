@@ -14,6 +14,11 @@
 #include "tc/analysis/job.h"
 
 namespace tc::analysis::timeline {
+
+// timeline.h's bound on clock offsets holds because store_ranks() refuses a
+// store whose offsets pass analysis::kMaxClockOffsetNs (a damaged store).
+static_assert(analysis::kMaxClockOffsetNs <= kClockOffsetLimit);
+
 namespace {
 
 struct Part {
@@ -38,7 +43,7 @@ Status read_part(const std::string& path, const LoadOptions& options, Part* out)
   }
   if (!reader.ok()) return reader.status();
   auto ranks = analysis::store_ranks(*reader);
-  if (!ranks.ok()) return Status(ranks.status().code(), path + ": " + ranks.status().message());
+  if (!ranks.ok()) return ranks.status();  // its message names the store
   out->ranks = std::move(*ranks);
   out->tl.emplace(load_timeline(*reader, options));
   return (*out->tl).ok() ? Status() : (*out->tl).status();
@@ -71,7 +76,7 @@ struct Merge {
 
   explicit Merge(std::vector<Part>& p) : parts(p), lane_offset(p.size()), group_of(p.size()), store_offset(p.size(), 0) {}
   void domains();
-  Status group_lanes();
+  void group_lanes();
   void locations(detail::StoreMerge& sm);
   void nvtx_sites(detail::StoreMerge& sm, const std::vector<int>& domain_map);
   void store(size_t s);
@@ -92,16 +97,12 @@ void Merge::domains() {
 }
 
 // Which rank each lane is: by its process in a store of several ranks, else the store's one (rank 0 of a world of 1 without one).
-Status Merge::group_lanes() {
+void Merge::group_lanes() {
   for (size_t s = 0; s < parts.size(); ++s) {
     Timeline& t = **parts[s].tl;
     const auto& ranks = parts[s].ranks;
     if (!ranks.empty()) store_offset[s] = ranks.front().clock_offset_ns;
     for (const auto& id : ranks) {
-      if (id.clock_offset_ns < -kClockOffsetLimit || id.clock_offset_ns > kClockOffsetLimit) {
-        return Status(StatusCode::kCorrupt, parts[s].path + ": rank " + std::to_string(id.rank) + "'s clock offset of " +
-                                                std::to_string(id.clock_offset_ns) + " ns is beyond 2^60 ns either way: a damaged store");
-      }
       if (!id.job.empty() && m.job.empty()) m.job = id.job;
       m.world_size = std::max(m.world_size, id.world_size);
     }
@@ -127,7 +128,6 @@ Status Merge::group_lanes() {
     }
   }
   if (m.world_size == 0) m.world_size = static_cast<int64_t>(groups.size());
-  return Status::Ok();
 }
 
 // Locations: one id per (name, file, function, line) over every store; the first store's keep theirs.
@@ -268,7 +268,7 @@ StatusOr<Timeline> merge(std::vector<Part>& parts) {
     m.path += (m.path.empty() ? "" : " ") + p.path;
   }
   mg.domains();
-  TC_RETURN_IF_ERROR(mg.group_lanes());
+  mg.group_lanes();
   for (size_t s = 0; s < parts.size(); ++s) mg.store(s);
   mg.lanes();
   for (int k = 0; k < detail::kKinds; ++k) {
