@@ -281,20 +281,22 @@ bool Importer::in_run(int64_t ts, int64_t dur, int64_t slack) const {
 }
 
 bool Importer::room(const store::TableDecl& table) {
-  auto it = t_.used.rows.try_emplace(std::string(table.name), 0).first;
+  auto it = t_.used.rows.find(table.name);
+  if (it == t_.used.rows.end()) it = t_.used.rows.emplace(std::string(table.name), 0).first;
   if (it->second < limits_.max_rows) {
     ++it->second;
     return true;
   }
-  ++s_.over_cap;
-  note("the per-run cap of " + std::to_string(limits_.max_rows) + " " + std::string(table.name) + " rows was reached");
-  return false;
+  return rows_over_cap(table);
 }
 
 bool Importer::keep(const store::TableDecl& table, size_t kept) {
   auto it = t_.used.rows.find(table.name);
   const size_t written = it == t_.used.rows.end() ? 0 : it->second;
-  if (written + kept < limits_.max_rows) return true;
+  return written + kept < limits_.max_rows || rows_over_cap(table);
+}
+
+bool Importer::rows_over_cap(const store::TableDecl& table) {
   ++s_.over_cap;
   note("the per-run cap of " + std::to_string(limits_.max_rows) + " " + std::string(table.name) + " rows was reached");
   return false;

@@ -177,6 +177,8 @@ class Importer {
   // Whether `kept` rows of `table` held in memory leave room for one more
   // (the per-run cap less what is written); ++over_cap when not.
   bool keep(const store::TableDecl& table, size_t kept);
+  // ++over_cap and the cap's note; false.
+  bool rows_over_cap(const store::TableDecl& table);
   // An explicit_evaluations row of this framework (`what`: its words, or
   // NULL), counted in the summary; nothing when over the cap.
   struct Evaluation {
