@@ -236,8 +236,8 @@ int run_report(const AnalyzeOptions& o, const Style& style) {
   }
   if (o.sub == "report" && tc::analysis::recorded_nothing(r)) {
     if (const char flag = tc::trace::python_flag_without_hook(r.run.command)) {
-      std::fprintf(stderr, "tc-analyze: %s: the run recorded nothing: %s, so tc's Python hook did not load; rerun without -%c\n",
-                   shown(path).c_str(), tc::trace::python_flag_words(flag).c_str(), flag);
+      std::fprintf(stderr, "tc-analyze: %s: the run recorded nothing: %s\n", shown(path).c_str(),
+                   tc::trace::python_without_hook_words(flag).c_str());
       return kNothingRecorded;
     }
     std::fprintf(stderr,

@@ -165,9 +165,8 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
     report.notes.push_back("no training steps: tc::mark_step() was never called; to take the steps from a range instead, give "
                            "tc-analyze --step-range NAME" + candidates(report.ranges));
   } else if (const char flag = trace::python_flag_without_hook(report.run.command)) {
-    report.notes.push_back("no training steps: " + trace::python_flag_words(flag) + ", so tc's Python hook did not load; rerun without -" +
-                           std::string(1, flag) + ", or give tc-analyze --step-range NAME to take the steps from an NVTX range" +
-                           candidates(report.ranges));
+    report.notes.push_back("no training steps: " + trace::python_without_hook_words(flag) +
+                           ", or give tc-analyze --step-range NAME to take the steps from an NVTX range" + candidates(report.ranges));
   } else {
     report.notes.push_back("no training steps: the program does not link tc and no --step-range was given; rerun with tc-profile "
                            "--step-range NAME (or give tc-analyze --step-range NAME) to take the steps from an NVTX range" +

@@ -44,4 +44,10 @@ inline std::string python_flag_words(char flag) {
   return std::string("python -") + flag + (flag == 'S' ? " skips site" : " ignores PYTHONPATH");
 }
 
+// Why a run of such a command has no steps: "python -I ignores PYTHONPATH,
+// so tc's Python hook did not load; rerun without -I".
+inline std::string python_without_hook_words(char flag) {
+  return python_flag_words(flag) + ", so tc's Python hook did not load; rerun without -" + flag;
+}
+
 }  // namespace tc::trace
