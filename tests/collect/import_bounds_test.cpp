@@ -295,6 +295,35 @@ TEST(ImportBounds, ValuesOutsideTheRunAreMalformed) {
   EXPECT_EQ(q.i64(0), 0);
 }
 
+// The fuzzer's find: a sync that began before the one before it ended, and a
+// second start record after the first sync, made steps of negative length. A
+// sync out of order is malformed; a step never starts after its sync.
+TEST(ImportBounds, XlaStepsNeverRunBackwards) {
+  Scratch s;
+  fs::create_directories(s.dir / "xla");
+  auto at = [](int64_t ms) { return std::to_string(kStartTs + ms * 1'000'000); };
+  auto sync = [&](int64_t from, int64_t to) {
+    return "{\"k\":\"sync\",\"ts\":" + at(from) + ",\"end\":" + at(to) + ",\"file\":\"x.py\",\"line\":5,\"compiles\":0,\"compile_ns\":0}\n";
+  };
+  std::ofstream(s.dir / "xla" / "xla-7.log") << "{\"k\":\"start\",\"ts\":" << at(0) << ",\"pid\":7}\n"
+                                             << sync(1, 62) << "{\"k\":\"start\",\"ts\":" << at(70) << ",\"pid\":7}\n"
+                                             << sync(2, 3)     // began before the one before ended
+                                             << sync(63, 64);  // the second step
+  Store st(s, "x");
+  st.t.end_ts = kStartTs + 100'000'000;
+  auto x = tc::import::import_xla_log((s.dir / "xla").string(), st.t);
+  ASSERT_TRUE(x.ok()) << x.status().message();
+  EXPECT_EQ(x->steps, 2);
+  EXPECT_EQ(x->malformed, 1);
+  EXPECT_EQ(st.count("steps"), 2);
+  auto r = tc::store::Reader::open(st.path);
+  ASSERT_TRUE(r.ok());
+  auto q = r->query("SELECT min(dur), min(ts) FROM steps");
+  ASSERT_TRUE(q.next());
+  EXPECT_GE(q.i64(0), 0);
+  EXPECT_LE(q.i64(1), static_cast<int64_t>(kStartTs) + 1'000'000) << "the first step starts at or before its sync";
+}
+
 // The probe: the row caps were per file, so many files passed them; a 250 KB
 // XLA log became 2,000,000 compilations rows. Caps count every file and
 // every importer of the run; one line makes a bounded number of rows.

@@ -14,10 +14,12 @@ namespace tc::collect {
 
 namespace {
 
+#if TC_HAVE_CUDA
 bool exists(const char* path) {
   struct stat st{};
   return ::stat(path, &st) == 0;
 }
+#endif
 
 // Linux's NVIDIA driver, its control device, WSL's GPU device.
 const char* const kDriverNodes[] = {"/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg"};

@@ -52,6 +52,7 @@ struct Event {
 struct Process {
   uint32_t pid = 0;
   int64_t start = 0;
+  int64_t last_sync_end = 0;  // syncs are one after another: one that began before this is malformed
   std::vector<Event> events;
 };
 
@@ -174,6 +175,10 @@ class XlaImporter : public import_common::Importer {
     if (!(k == "input" ? input(e, v) : k == "sync" ? sync(e, v) : eval(e, v))) return false;
     // Its time, and its compilations' before its end, within the run.
     if (!in_run(e.ts, e.end - e.ts) || (e.compiles > 0 && (e.compile_ns > e.end || !in_run(e.end - e.compile_ns, e.compile_ns)))) return false;
+    if (e.kind == Event::kSync) {
+      if (e.ts < p.last_sync_end) return false;
+      p.last_sync_end = e.end;
+    }
     size_t& kept = e.kind == Event::kSync ? kept_syncs_ : e.kind == Event::kEval ? kept_evals_ : kept_inputs_;
     if (!keep(e.kind == Event::kSync ? store::schema::steps : e.kind == Event::kEval ? store::schema::explicit_evaluations
                                                                                       : store::schema::compilation_inputs,
@@ -252,7 +257,7 @@ class XlaImporter : public import_common::Importer {
     int64_t step = 0;
     for (const Event& e : p.events) {
       if (e.kind != Event::kSync) continue;
-      if (from == 0) from = e.ts;
+      if (from == 0 || from > e.ts) from = e.ts;  // no start record, or one after the first sync
       if (!room(store::schema::steps)) continue;
       TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(g.utid).i64(from).i64(e.end - from).i64(step++).i64(0).text("torch_xla").insert());
       from = e.end;
