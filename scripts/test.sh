@@ -76,7 +76,12 @@ run_suite build "recording on (TC_TRACE=ON)"
 # takes a third off the other (12 s -> 7.5 s).
 notrace_flags="-O2 -DNDEBUG"
 asan_flags="-O1 -g1 -DNDEBUG"
-scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF \
+# Only what compiling recording out can change is built and run again: the
+# programs and the test executables that link the recording layer. The tests
+# of the store, the importers, the analysis and the viewer (and tc-viewer)
+# are the same code as in the first build (TC_TESTS_WITHOUT_TRACE=OFF,
+# TC_BUILD_VIEWER=OFF).
+scripts/setup.sh build-notrace -DTC_TRACE=OFF -DTC_BUILD_BENCH=OFF -DTC_TESTS_WITHOUT_TRACE=OFF -DTC_BUILD_VIEWER=OFF \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$notrace_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$notrace_flags"
 phase_done "build-notrace"
 # The slow tests (a sample trained to its accuracy) run once, in the first suite.
