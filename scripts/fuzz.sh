@@ -5,11 +5,15 @@
 # PyTorch/XLA logs) with libFuzzer (clang, ASan + UBSan) for a CI-sized run.
 # Seeds are real stores recorded by the normal build in $1 (default: build)
 # and the logs of tests/fixtures/frameworks. FUZZ_SECONDS per target
-# (default 25: seven targets).
+# (default 25: seven targets). FUZZ_SEED is libFuzzer's seed: 1 by default,
+# so that CI's run repeats itself (a gate that fails only when the code
+# changed); 0 picks a new one each run, for exploring: FUZZ_SEED=0
+# FUZZ_SECONDS=600 scripts/fuzz.sh before a change to an input reader lands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 seconds=${FUZZ_SECONDS:-25}
+seed=${FUZZ_SEED:-1}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DTC_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build-fuzz fuzz_store fuzz_fail_on fuzz_rings fuzz_timeline fuzz_torch_trace fuzz_jax_log fuzz_xla_log
@@ -75,9 +79,9 @@ printf '%s\n' '{"k":"start","ts":1000000001,"pid":7,"torch_xla":"2.9.0"}' '{"k":
 mkdir -p build-fuzz/crashes
 fuzz() {
   local name=$1 title=$2; shift 2
-  echo "== fuzz: ${title} (${seconds} s)"
+  echo "== fuzz: ${title} (${seconds} s, seed ${seed})"
   local log="build-fuzz/crashes/${name}.log" rc=0
-  "build-fuzz/bin/${name}" -max_total_time="$seconds" -print_final_stats=1 \
+  "build-fuzz/bin/${name}" -max_total_time="$seconds" -seed="$seed" -print_final_stats=1 \
     -artifact_prefix="build-fuzz/crashes/${name}-" "$@" >"$log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "fuzz: ${name} failed (exit ${rc}); its report:"
