@@ -110,6 +110,7 @@ int run_export(const AnalyzeOptions& o) {
   tc::analysis::ExportStats stats;
   if (tc::Status s = tc::analysis::export_chrome(*reader, o.output, &stats); !s.ok()) return open_error(s);
   note_invalid_utf8(o.paths[0], stats.invalid_utf8_names);
+  if (std::string note = tc::analysis::skipped_note(stats); !note.empty()) std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(o.paths[0]).c_str(), note.c_str());
   std::fprintf(stderr, "tc-analyze: wrote %s (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)\n", shown(o.output).c_str());
   return 0;
 }
