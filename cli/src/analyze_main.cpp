@@ -84,6 +84,10 @@ int run_ranges(const AnalyzeOptions& o) {
   auto table = tc::analysis::range_table(*reader, o.filter, text);
   if (!table.ok()) return open_error(table.status());
   note_invalid_utf8(path, text.replaced());
+  if (table->skipped_events > 0) {
+    std::fprintf(stderr, "tc-analyze: %s: left out %lld ranges and marks whose time is out of range (a damaged store), as the timeline does\n",
+                 shown(path).c_str(), static_cast<long long>(table->skipped_events));
+  }
   if (o.json) {
     std::printf("%s\n", tc::analysis::ranges_json(*table).c_str());
     return 0;

@@ -17,6 +17,7 @@
 #include "support/json.h"
 #include "support/process.h"
 #include "tc/analysis/export.h"
+#include "tc/analysis/ranges.h"
 #include "tc/analysis/timeline/job.h"
 #include "tc/analysis/timeline/timeline.h"
 #include "tc/store/writer.h"
@@ -227,6 +228,28 @@ TEST(TimelineBounds, TheExportSkipsWhatTheTimelineSkips) {
     if (e["ph"].s == "X") EXPECT_LE(e["ts"].n + e["dur"].n, static_cast<double>(kTimeLimit) / 1e3 + 1) << e["name"].s;
   }
   EXPECT_EQ(events, 5) << "a step, three ranges and an instant, as the timeline has";
+}
+
+// tc-analyze ranges reads ranges and marks through the same readers: what
+// is out of time range is left out and counted, and a duration past the
+// limit ends there instead of overflowing the totals.
+TEST(TimelineBounds, RangeStatisticsSkipWhatTheTimelineSkips) {
+  TempDir dir;
+  const std::string path = dir.file("extreme.tcdb");
+  write_extreme_times(path);
+  auto reader = store::Reader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto t = range_table(*reader);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->skipped_events, 2) << "a range and an instant";
+  ASSERT_EQ(t->ranges.size(), 1u);
+  EXPECT_EQ(t->ranges[0].count, 3);
+  EXPECT_EQ(t->ranges[0].cut, 1);
+  EXPECT_EQ(t->ranges[0].total_ns, kTimeLimit - 2000 + 50) << "the duration past the limit ends there";
+  EXPECT_EQ(t->mark_count, 1);
+  auto found = range_occurrences(*reader, "layer");
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(found->size(), 3u);
 }
 
 // A location id is an index: 2^24 took 16M locations (1.7 GB) for one row.
