@@ -84,6 +84,10 @@ int run_ranges(const AnalyzeOptions& o) {
   auto table = tc::analysis::range_table(*reader, o.filter, text);
   if (!table.ok()) return open_error(table.status());
   note_invalid_utf8(path, text.replaced());
+  if (table->skipped_events > 0) {
+    std::fprintf(stderr, "tc-analyze: %s: left out %lld ranges and marks whose time is out of range (a damaged store), as the timeline does\n",
+                 shown(path).c_str(), static_cast<long long>(table->skipped_events));
+  }
   if (o.json) {
     std::printf("%s\n", tc::analysis::ranges_json(*table).c_str());
     return 0;
@@ -110,6 +114,7 @@ int run_export(const AnalyzeOptions& o) {
   tc::analysis::ExportStats stats;
   if (tc::Status s = tc::analysis::export_chrome(*reader, o.output, &stats); !s.ok()) return open_error(s);
   note_invalid_utf8(o.paths[0], stats.invalid_utf8_names);
+  if (std::string note = tc::analysis::skipped_note(stats); !note.empty()) std::fprintf(stderr, "tc-analyze: %s: %s\n", shown(o.paths[0]).c_str(), note.c_str());
   std::fprintf(stderr, "tc-analyze: wrote %s (Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing)\n", shown(o.output).c_str());
   return 0;
 }

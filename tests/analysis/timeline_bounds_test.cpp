@@ -14,7 +14,10 @@
 #include <string>
 
 #include "analysis/rank_store.h"
+#include "support/json.h"
 #include "support/process.h"
+#include "tc/analysis/export.h"
+#include "tc/analysis/ranges.h"
 #include "tc/analysis/timeline/job.h"
 #include "tc/analysis/timeline/timeline.h"
 #include "tc/store/writer.h"
@@ -194,6 +197,59 @@ TEST(TimelineBounds, EventsOutOfTimeRangeAreSkippedAndCounted) {
   ASSERT_EQ(tl->steps.size(), 1u);
   EXPECT_EQ(tl->steps[0].ts + tl->steps[0].dur, kTimeLimit) << "a duration past the limit ends there";
   for (const Lane& lane : tl->lanes) EXPECT_EQ(lane.process_end, 0) << "an end_ts of INT64_MAX is unknown";
+}
+
+// The Chrome export reads the store through the timeline model's readers:
+// it leaves out what the timeline leaves out (events out of time range),
+// counts them the same and cuts a duration past the limit the same way.
+TEST(TimelineBounds, TheExportSkipsWhatTheTimelineSkips) {
+  TempDir dir;
+  const std::string path = dir.file("extreme.tcdb");
+  write_extreme_times(path);
+  sql(path, "INSERT INTO run (id, start_ts, end_ts) VALUES (1, 0, 10000)");
+  auto tl = load_timeline(path);
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  auto reader = store::Reader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ExportStats stats;
+  const std::string out = dir.file("trace.json");
+  Status s = export_chrome(*reader, out, &stats);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(stats.skipped_events, tl->skipped.events);
+  EXPECT_EQ(stats.skipped_events, 3) << "a step, a range and an instant";
+  EXPECT_EQ(skipped_note(stats), "left out 3 events whose time is out of range (a damaged store), as the timeline does");
+  EXPECT_EQ(skipped_note(ExportStats{}), "");
+  tc::test::JsonValue j = tc::test::parse_json(tc::test::read_file(out));
+  int events = 0;
+  for (const auto& e : j["traceEvents"].a) {
+    if (e["ph"].s == "M") continue;
+    ++events;
+    EXPECT_LT(e["ts"].n, static_cast<double>(kTimeLimit) / 1e3) << e["name"].s;
+    if (e["ph"].s == "X") EXPECT_LE(e["ts"].n + e["dur"].n, static_cast<double>(kTimeLimit) / 1e3 + 1) << e["name"].s;
+  }
+  EXPECT_EQ(events, 5) << "a step, three ranges and an instant, as the timeline has";
+}
+
+// tc-analyze ranges reads ranges and marks through the same readers: what
+// is out of time range is left out and counted, and a duration past the
+// limit ends there instead of overflowing the totals.
+TEST(TimelineBounds, RangeStatisticsSkipWhatTheTimelineSkips) {
+  TempDir dir;
+  const std::string path = dir.file("extreme.tcdb");
+  write_extreme_times(path);
+  auto reader = store::Reader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto t = range_table(*reader);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->skipped_events, 2) << "a range and an instant";
+  ASSERT_EQ(t->ranges.size(), 1u);
+  EXPECT_EQ(t->ranges[0].count, 3);
+  EXPECT_EQ(t->ranges[0].cut, 1);
+  EXPECT_EQ(t->ranges[0].total_ns, kTimeLimit - 2000 + 50) << "the duration past the limit ends there";
+  EXPECT_EQ(t->mark_count, 1);
+  auto found = range_occurrences(*reader, "layer");
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(found->size(), 3u);
 }
 
 // A location id is an index: 2^24 took 16M locations (1.7 GB) for one row.

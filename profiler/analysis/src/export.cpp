@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "json.h"
+#include "timeline/rows.h"
 #include "tc/analysis/format.h"
 #include "tc/analysis/timeline/timeline.h"
 #include "tc/store/schema.h"
@@ -122,28 +123,33 @@ Status close_output(const std::string& path, File& out) {
   return Status::Ok();
 }
 
-// The store's tables as trace events, one table at a time, in the store's
-// row order. NVTX sites and start/end ranges come from the timeline model.
+// The store's tables as trace events, one kind at a time, each read through
+// the timeline model's reader of that kind (timeline/rows.h), in its order.
 class ChromeExport {
  public:
   ChromeExport(const store::Reader& r, Writer& w, int64_t end_ts) : r_(r), w_(w), end_ts_(end_ts) {}
   Status run();
-  int64_t invalid_utf8_names() const { return text_of_.replaced(); }
+  void stats(ExportStats* s) const {
+    s->invalid_utf8_names = text_of_.replaced();
+    s->skipped_events = skipped_;
+    s->skipped_locations = tl_.skipped.locations;
+  }
 
  private:
-  std::string text(const store::Query& q, int c) { return q.is_null(c) ? std::string() : text_of_(q.text(c)); }
-  template <typename F>
-  void each(const std::string& sql, F&& fn) {
-    if (!status_.ok()) return;
-    auto q = r_.query(sql);
-    while (q.next()) fn(q);
-    if (!q.status().ok()) status_ = q.status();
+  // A location's name, or `fallback` when the store names none.
+  std::string name(int64_t loc_id, const char* fallback) {
+    const timeline::Location* l = tl_.location(loc_id);
+    return l && l->named ? text_of_(l->name) : std::string(fallback);
+  }
+  int64_t upid(int64_t utid) const {
+    auto it = upid_of_.find(utid);
+    return it != upid_of_.end() ? it->second : 0;  // 0: a thread the store does not know
   }
   // A complete event ("X") on a thread.
-  void complete(const std::string& name, const char* cat, int64_t upid, int64_t utid, int64_t ts, int64_t dur, Json* args);
+  void complete(const std::string& name, const char* cat, int64_t utid, int64_t ts, int64_t dur, const Json& args);
   std::string nvtx_cat(const timeline::NvtxSite* s) {
-    return s && !nv_.nvtx_domains[static_cast<size_t>(s->domain)].is_default
-               ? "nvtx:" + text_of_(nv_.nvtx_domains[static_cast<size_t>(s->domain)].name)
+    return s && !tl_.nvtx_domains[static_cast<size_t>(s->domain)].is_default
+               ? "nvtx:" + text_of_(tl_.nvtx_domains[static_cast<size_t>(s->domain)].name)
                : std::string("nvtx");
   }
   void nvtx_args(Json& a, const timeline::NvtxSite* s, int64_t utid, int64_t loc, int64_t ts, int64_t payload);
@@ -152,30 +158,30 @@ class ChromeExport {
     auto it = process_end_.find(upid);
     return std::max(it != process_end_.end() ? it->second : end_ts_, ts);
   }
-  void metadata();
-  void read_nvtx();
-  void ranges();
-  void instants();
-  void start_end_ranges();
-  void compiler_events();
-  void kernels_and_evaluations();
+  Status metadata();
+  Status ranges();
+  Status instants();
+  Status start_end_ranges();
+  Status counters();
+  Status compiler_events();
+  Status kernels_and_evaluations();
 
-  static inline const std::string kUpidOf = "(SELECT upid FROM threads t WHERE t.utid = e.utid)";
   const store::Reader& r_;
   Writer& w_;
   const int64_t end_ts_;
   StoreText text_of_;
-  Status status_;
   bool has_nvtx_ = false;
-  timeline::Timeline nv_;                 // NVTX sites and real payloads (read_nvtx_sites)
+  timeline::Timeline tl_;                   // locations, NVTX sites and real payloads
+  std::map<int64_t, int64_t> upid_of_;      // utid -> upid
   std::map<int64_t, int64_t> process_end_;  // upid -> processes.end_ts
+  int64_t skipped_ = 0;                     // events out of time range (timeline::kTimeLimit)
 };
 
-void ChromeExport::complete(const std::string& name, const char* cat, int64_t upid, int64_t utid, int64_t ts, int64_t dur, Json* args) {
+void ChromeExport::complete(const std::string& name, const char* cat, int64_t utid, int64_t ts, int64_t dur, const Json& args) {
   Json j;
-  j.begin_object().field("name", name).field("cat", cat).field("ph", "X").field("pid", upid).field("tid", utid);
+  j.begin_object().field("name", name).field("cat", cat).field("ph", "X").field("pid", upid(utid)).field("tid", utid);
   j.field("ts", w_.us(ts)).field("dur", static_cast<double>(dur) / 1e3);
-  if (args) j.key("args").raw(args->str());
+  j.key("args").raw(args.str());
   j.end_object();
   w_.event(j.str());
 }
@@ -184,87 +190,83 @@ void ChromeExport::complete(const std::string& name, const char* cat, int64_t up
 // names it, else the number), payload (the real one when recorded, else the
 // integer), colour; what the program did not give is null.
 void ChromeExport::nvtx_args(Json& a, const timeline::NvtxSite* s, int64_t utid, int64_t loc, int64_t ts, int64_t payload) {
-  const timeline::NvtxDomain* d = s ? &nv_.nvtx_domains[static_cast<size_t>(s->domain)] : nullptr;
+  const timeline::NvtxDomain* d = s ? &tl_.nvtx_domains[static_cast<size_t>(s->domain)] : nullptr;
   if (d && !d->is_default) a.field("domain", text_of_(d->name));
   else a.key("domain").null();
   if (s && !s->category_name.empty()) a.field("category", text_of_(s->category_name));
   else if (s && s->category) a.field("category", *s->category);
   else a.key("category").null();
-  if (std::optional<double> real = nv_.nvtx_real_payload(utid, loc, ts)) a.field("payload", *real);
+  if (std::optional<double> real = tl_.nvtx_real_payload(utid, loc, ts)) a.field("payload", *real);
   else a.field("payload", payload);
   if (s && s->color) a.field("color", rgb_text(*s->color));
   else a.key("color").null();
 }
 
-// Metadata: names of processes and threads (pid = upid, tid = utid).
-void ChromeExport::metadata() {
-  each("SELECT upid, pid, name FROM processes", [&](const store::Query& q) {
+// Metadata: names of processes and threads (pid = upid, tid = utid); then
+// what the events name: locations and, for a store with NVTX (schema v3),
+// its sites.
+Status ChromeExport::metadata() {
+  TC_RETURN_IF_ERROR(timeline::rows::each_process(r_, [&](const timeline::rows::Process& p) {
+    if (p.end_ts) process_end_.emplace(p.upid, *p.end_ts);
     Json j;
-    j.begin_object().field("name", "process_name").field("ph", "M").field("pid", q.i64(0)).field("tid", int64_t{0});
-    j.key("args").begin_object().field("name", text(q, 2) + " (pid " + std::to_string(q.i64(1)) + ")").end_object().end_object();
+    j.begin_object().field("name", "process_name").field("ph", "M").field("pid", p.upid).field("tid", int64_t{0});
+    j.key("args").begin_object().field("name", (p.name ? text_of_(*p.name) : "") + " (pid " + std::to_string(p.pid) + ")");
+    j.end_object().end_object();
     w_.event(j.str());
-  });
-  each("SELECT utid, upid, tid, name FROM threads", [&](const store::Query& q) {
+  }));
+  TC_RETURN_IF_ERROR(timeline::rows::each_thread(r_, [&](const timeline::rows::Thread& t) {
+    upid_of_.emplace(t.utid, t.upid);
     Json j;
-    j.begin_object().field("name", "thread_name").field("ph", "M").field("pid", q.i64(1)).field("tid", q.i64(0));
-    std::string name = q.is_null(3) ? "thread " + std::to_string(q.i64(2)) : text(q, 3);
-    j.key("args").begin_object().field("name", name).end_object().end_object();
+    j.begin_object().field("name", "thread_name").field("ph", "M").field("pid", t.upid).field("tid", t.utid);
+    j.key("args").begin_object().field("name", t.name ? text_of_(*t.name) : "thread " + std::to_string(t.tid)).end_object().end_object();
     w_.event(j.str());
-  });
-}
-
-// NVTX (schema v3): push/pop ranges and marks are rows of ranges and
-// instants whose site is in nvtx_sites; they are exported under cat "nvtx"
-// or "nvtx:DOMAIN" with the site's domain, category, colour and payload.
-void ChromeExport::read_nvtx() {
+  }));
+  TC_RETURN_IF_ERROR(timeline::rows::read_locations(r_, &tl_));
   has_nvtx_ = r_.has(store::schema::nvtx_sites, "loc_id");
-  if (!has_nvtx_ || !status_.ok()) return;
-  status_ = timeline::read_nvtx_sites(r_, &nv_);
-  each("SELECT upid, end_ts FROM processes WHERE end_ts IS NOT NULL", [&](const store::Query& q) { process_end_[q.i64(0)] = q.i64(1); });
+  return has_nvtx_ ? timeline::read_nvtx_sites(r_, &tl_) : Status::Ok();
 }
 
-void ChromeExport::ranges() {
-  each("SELECT coalesce(l.name, 'range'), " + kUpidOf + ", e.utid, e.ts, e.dur, e.arg, e.loc_id, e.depth FROM ranges e "
-       "LEFT JOIN locations l ON l.id = e.loc_id",
-       [&](const store::Query& q) {
-         const timeline::NvtxSite* site = nv_.nvtx_site(q.i64(6));
-         Json a;
-         a.begin_object();
-         int64_t dur = q.i64(4);
-         if (site) {
-           nvtx_args(a, site, q.i64(2), q.i64(6), q.i64(3), q.i64(5));
-           a.field("depth", q.i64(7));
-           if (dur < 0) {
-             a.field("cut", true);  // still open when its thread or process ended
-             dur = cut_end(q.i64(1), q.i64(3)) - q.i64(3);
-           }
-           a.end_object();
-           complete(text(q, 0), nvtx_cat(site).c_str(), q.i64(1), q.i64(2), q.i64(3), dur, &a);
-           return;
-         }
-         a.field("arg", q.i64(5));
-         if (dur < 0) {
-           a.field("unfinished", true);  // the thread died inside it
-           dur = end_ts_ > q.i64(3) ? end_ts_ - q.i64(3) : 0;
-         }
-         a.end_object();
-         complete(text(q, 0), "range", q.i64(1), q.i64(2), q.i64(3), dur, &a);
-       });
+// tc's ranges, and NVTX push/pop ranges (rows at an NVTX site) under cat
+// "nvtx" or "nvtx:DOMAIN" with the site's domain, category, colour and payload.
+Status ChromeExport::ranges() {
+  return timeline::rows::each_range(r_, std::nullopt, &skipped_, [&](const timeline::rows::Range& e) {
+    const timeline::NvtxSite* site = tl_.nvtx_site(e.loc_id);
+    Json a;
+    a.begin_object();
+    int64_t dur = e.dur;
+    if (site) {
+      nvtx_args(a, site, e.utid, e.loc_id, e.ts, e.arg);
+      a.field("depth", e.depth);
+      if (dur < 0) {
+        a.field("cut", true);  // still open when its thread or process ended
+        dur = cut_end(upid(e.utid), e.ts) - e.ts;
+      }
+      a.end_object();
+      complete(name(e.loc_id, "range"), nvtx_cat(site).c_str(), e.utid, e.ts, dur, a);
+      return;
+    }
+    a.field("arg", e.arg);
+    if (dur < 0) {
+      a.field("unfinished", true);  // the thread died inside it
+      dur = end_ts_ > e.ts ? end_ts_ - e.ts : 0;
+    }
+    a.end_object();
+    complete(name(e.loc_id, "range"), "range", e.utid, e.ts, dur, a);
+  });
 }
 
-void ChromeExport::instants() {
-  each("SELECT coalesce(l.name, 'instant'), " + kUpidOf + ", e.utid, e.ts, e.arg, e.loc_id FROM instants e LEFT JOIN locations l ON l.id = e.loc_id",
-       [&](const store::Query& q) {
-         const timeline::NvtxSite* site = nv_.nvtx_site(q.i64(5));
-         Json j;
-         j.begin_object().field("name", text(q, 0)).field("cat", site ? nvtx_cat(site) : std::string("instant"));
-         j.field("ph", "i").field("s", "t").field("pid", q.i64(1)).field("tid", q.i64(2)).field("ts", w_.us(q.i64(3)));
-         j.key("args").begin_object();
-         if (site) nvtx_args(j, site, q.i64(2), q.i64(5), q.i64(3), q.i64(4));
-         else j.field("arg", q.i64(4));
-         j.end_object().end_object();
-         w_.event(j.str());
-       });
+Status ChromeExport::instants() {
+  return timeline::rows::each_instant(r_, &skipped_, [&](const timeline::rows::Instant& e) {
+    const timeline::NvtxSite* site = tl_.nvtx_site(e.loc_id);
+    Json j;
+    j.begin_object().field("name", name(e.loc_id, "instant")).field("cat", site ? nvtx_cat(site) : std::string("instant"));
+    j.field("ph", "i").field("s", "t").field("pid", upid(e.utid)).field("tid", e.utid).field("ts", w_.us(e.ts));
+    j.key("args").begin_object();
+    if (site) nvtx_args(j, site, e.utid, e.loc_id, e.ts, e.arg);
+    else j.field("arg", e.arg);
+    j.end_object().end_object();
+    w_.event(j.str());
+  });
 }
 
 // NVTX start/end ranges: async events, "b" on the thread that started it
@@ -272,29 +274,20 @@ void ChromeExport::instants() {
 // range_id): they need not nest and may end on another thread. A start
 // without an end is cut: its "e" is at its process's (or the run's) end, on
 // the starting thread, with args.cut.
-void ChromeExport::start_end_ranges() {
-  if (!has_nvtx_ || !status_.ok()) return;
+Status ChromeExport::start_end_ranges() {
+  if (!has_nvtx_) return Status::Ok();
   auto pairs = timeline::read_nvtx_start_ends(r_);
-  if (!pairs.ok()) {
-    status_ = pairs.status();
-    return;
-  }
-  if (pairs->empty()) return;
-  std::map<int64_t, std::string> names;  // loc_id -> name
-  each("SELECT id, name FROM locations WHERE name IS NOT NULL", [&](const store::Query& q) { names.emplace(q.i64(0), text(q, 1)); });
-  std::map<int64_t, int64_t> upid_of;    // utid -> upid (0: a thread the store does not know)
-  each("SELECT utid, upid FROM threads", [&](const store::Query& q) { upid_of.emplace(q.i64(0), q.i64(1)); });
+  TC_RETURN_IF_ERROR(pairs.status());
   for (const timeline::NvtxStartEnd& se : *pairs) {
-    const timeline::NvtxSite* site = nv_.nvtx_site(se.loc_id);
-    auto name = names.find(se.loc_id);
-    auto upid_at = upid_of.find(se.utid);
-    const int64_t upid = upid_at != upid_of.end() ? upid_at->second : 0;
+    if (!timeline::rows::keep(se.ts, nullptr, &skipped_)) continue;
+    const timeline::NvtxSite* site = tl_.nvtx_site(se.loc_id);
+    const int64_t pid = upid(se.utid);
     char hex[24];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(se.range_id));
     auto event = [&](const char* ph, int64_t tid, int64_t at, const Json& args) {
       Json j;
-      j.begin_object().field("name", name != names.end() ? name->second : std::string("range")).field("cat", nvtx_cat(site));
-      j.field("ph", ph).field("pid", upid).field("tid", tid);
+      j.begin_object().field("name", name(se.loc_id, "range")).field("cat", nvtx_cat(site));
+      j.field("ph", ph).field("pid", pid).field("tid", tid);
       j.field("ts", w_.us(at)).key("id2").begin_object().field("local", hex).end_object();
       j.key("args").raw(args.str()).end_object();
       w_.event(j.str());
@@ -308,82 +301,80 @@ void ChromeExport::start_end_ranges() {
     e.begin_object();
     if (!se.cut) {
       e.end_object();
-      event("e", se.end_utid, se.end, e);
+      event("e", se.end_utid, std::min(se.end, timeline::kTimeLimit), e);
     } else {
       e.field("cut", true).end_object();
-      event("e", se.utid, cut_end(upid, se.ts), e);
+      event("e", se.utid, cut_end(pid, se.ts), e);
     }
   }
+  return Status::Ok();
 }
 
-void ChromeExport::compiler_events() {
-  each("SELECT coalesce(l.name, 'counter'), " + kUpidOf + ", e.ts, e.value FROM counters e LEFT JOIN locations l ON l.id = e.loc_id",
-       [&](const store::Query& q) {
-         Json j;
-         j.begin_object().field("name", text(q, 0)).field("ph", "C").field("pid", q.i64(1)).field("ts", w_.us(q.i64(2)));
-         j.key("args").begin_object().field("value", q.f64(3)).end_object().end_object();
-         w_.event(j.str());
-       });
-  each("SELECT " + kUpidOf + ", e.utid, e.ts, e.dur, e.step FROM steps e", [&](const store::Query& q) {
-    Json a;
-    a.begin_object().field("step", q.i64(4)).end_object();
-    complete("mark_step " + std::to_string(q.i64(4)), "step", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
+Status ChromeExport::counters() {
+  return timeline::rows::each_counter(r_, nullptr, &skipped_, [&](const timeline::rows::Counter& c) {
+    Json j;
+    j.begin_object().field("name", name(c.loc_id, "counter")).field("ph", "C").field("pid", upid(c.utid)).field("ts", w_.us(c.ts));
+    j.key("args").begin_object().field("value", c.value).end_object().end_object();
+    w_.event(j.str());
   });
-  each("SELECT " + kUpidOf + ", e.utid, e.ts, e.dur, e.graph_id, e.reason, e.signature, e.nodes_after, e.kernels, e.cache, "
-       "(SELECT group_concat(input || ' dim ' || dim || ': ' || old_value || ' -> ' || new_value, '; ') FROM compilation_inputs i "
-       "WHERE i.graph_id = e.graph_id) FROM compilations e",
-       [&](const store::Query& q) {
-         Json a;
-         a.begin_object().field("graph_id", q.i64(4)).field("reason", text(q, 5)).field("signature", text(q, 6));
-         a.field("nodes", q.i64(7)).field("kernels", q.i64(8)).field("cache", text(q, 9));
-         if (!q.is_null(10)) a.field("shape_changes", text(q, 10));
-         a.end_object();
-         complete("compile graph " + std::to_string(q.i64(4)) + " (" + text(q, 5) + ")", "compile", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
-       });
-  // graph_id (and execution_id) are unique in the run: no utid beside them in a join. v1 stores have no execution_id.
-  const bool execution_ids = r_.has(store::schema::executions, "execution_id");
-  each("SELECT " + kUpidOf + ", e.utid, e.ts, e.dur, e.graph_id, e.trigger, e.nodes, " + (execution_ids ? "e.execution_id" : "0") +
-           " FROM executions e",
-       [&](const store::Query& q) {
-         Json a;
-         a.begin_object().field("graph_id", q.i64(4)).field("trigger", text(q, 5)).field("nodes", q.i64(6));
-         if (q.i64(7) != 0) a.field("execution_id", q.i64(7));
-         a.end_object();
-         complete("execute graph " + std::to_string(q.i64(4)), "execute", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
-       });
 }
 
-void ChromeExport::kernels_and_evaluations() {
+Status ChromeExport::compiler_events() {
+  TC_RETURN_IF_ERROR(timeline::rows::each_step(r_, &skipped_, [&](int64_t utid, timeline::Step& s) {
+    Json a;
+    a.begin_object().field("step", s.step).end_object();
+    complete("mark_step " + std::to_string(s.step), "step", utid, s.ts, s.dur, a);
+  }));
+  TC_RETURN_IF_ERROR(timeline::rows::each_compilation(r_, &skipped_, [&](timeline::Compilation& c) {
+    const std::string reason = text_of_(c.reason_text);
+    Json a;
+    a.begin_object().field("graph_id", c.graph_id).field("reason", reason).field("signature", text_of_(c.signature));
+    a.field("nodes", c.nodes_after).field("kernels", c.kernels).field("cache", text_of_(c.cache));
+    std::string changes;
+    for (const timeline::InputChange& in : c.inputs) {
+      changes += (changes.empty() ? "" : "; ") + in.input + " dim " + std::to_string(in.dim) + ": " + std::to_string(in.old_value) + " -> " +
+                 std::to_string(in.new_value);
+    }
+    if (!c.inputs.empty()) a.field("shape_changes", text_of_(changes));
+    a.end_object();
+    complete("compile graph " + std::to_string(c.graph_id) + " (" + reason + ")", "compile", c.utid, c.ts, c.dur, a);
+  }));
+  return timeline::rows::each_execution(r_, &skipped_, [&](int64_t utid, timeline::Execution& x) {
+    Json a;
+    a.begin_object().field("graph_id", x.graph_id).field("trigger", text_of_(x.trigger)).field("nodes", x.nodes);
+    if (x.execution_id != 0) a.field("execution_id", x.execution_id);
+    a.end_object();
+    complete("execute graph " + std::to_string(x.graph_id), "execute", utid, x.ts, x.dur, a);
+  });
+}
+
+Status ChromeExport::kernels_and_evaluations() {
   // Kernel runs nest inside their execution on the same thread (schema v2).
-  if (r_.has(store::schema::kernel_executions, "dur") && r_.has(store::schema::kernels, "sites")) {
-    each("SELECT " + kUpidOf + ", e.utid, e.ts, e.dur, e.graph_id, e.kernel, k.ops, k.kind, k.sites, k.flops, k.bytes_read + k.bytes_written, "
-         "e.execution_id FROM kernel_executions e JOIN kernels k ON k.graph_id = e.graph_id AND k.kernel = e.kernel",
-         [&](const store::Query& q) {
-           Json a;
-           a.begin_object().field("graph_id", q.i64(4)).field("kernel", q.i64(5)).field("kind", text(q, 7)).field("sites", text(q, 8));
-           a.field("flops", q.i64(9)).field("bytes", q.i64(10)).field("execution_id", q.i64(11)).end_object();
-           complete(text(q, 6), "kernel", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
-         });
-  }
-  each("SELECT " + kUpidOf + ", e.utid, e.ts, e.dur, e.kind, l.file, l.line, e.nodes FROM explicit_evaluations e "
-       "LEFT JOIN locations l ON l.id = e.loc_id",
-       [&](const store::Query& q) {
-         std::string where = text(q, 5) + ":" + std::to_string(q.i64(6));
-         Json a;
-         a.begin_object().field("call_site", where).field("nodes", q.i64(7)).end_object();
-         complete(text(q, 4) + "() at " + where, "explicit_evaluation", q.i64(0), q.i64(1), q.i64(2), q.i64(3), &a);
-       });
+  std::vector<timeline::KernelInfo> kernels;
+  TC_RETURN_IF_ERROR(timeline::rows::each_kernel_run(r_, &skipped_, &kernels, [&](int64_t utid, timeline::KernelRun& run) {
+    const timeline::KernelInfo& k = kernels[run.kernel];
+    Json a;
+    a.begin_object().field("graph_id", k.graph_id).field("kernel", k.kernel).field("kind", text_of_(k.kind)).field("sites", text_of_(k.sites));
+    a.field("flops", k.flops).field("bytes", k.bytes).field("execution_id", run.execution_id).end_object();
+    complete(text_of_(k.ops), "kernel", utid, run.ts, run.dur, a);
+  }));
+  return timeline::rows::each_evaluation(r_, &skipped_, [&](timeline::Evaluation& e) {
+    const timeline::Location* l = tl_.location(e.loc_id);
+    std::string where = (l ? text_of_(l->file) : std::string()) + ":" + std::to_string(l ? l->line : 0);
+    Json a;
+    a.begin_object().field("call_site", where).field("nodes", e.nodes).end_object();
+    complete(text_of_(e.kind) + "() at " + where, "explicit_evaluation", e.utid, e.ts, e.dur, a);
+  });
 }
 
 Status ChromeExport::run() {
-  metadata();
-  read_nvtx();
-  ranges();
-  instants();
-  start_end_ranges();
-  compiler_events();
-  kernels_and_evaluations();
-  return status_;
+  TC_RETURN_IF_ERROR(metadata());
+  TC_RETURN_IF_ERROR(ranges());
+  TC_RETURN_IF_ERROR(instants());
+  TC_RETURN_IF_ERROR(start_end_ranges());
+  TC_RETURN_IF_ERROR(counters());
+  TC_RETURN_IF_ERROR(compiler_events());
+  return kernels_and_evaluations();
 }
 
 }  // namespace
@@ -407,8 +398,17 @@ Status export_chrome(const store::Reader& r, const std::string& path, ExportStat
   std::fputs("\n]}\n", out.f);
   if (!status.ok()) return status;
   TC_RETURN_IF_ERROR(close_output(path, out));
-  if (stats) stats->invalid_utf8_names = chrome.invalid_utf8_names();
+  if (stats) chrome.stats(stats);
   return Status::Ok();
+}
+
+std::string skipped_note(const ExportStats& stats) {
+  std::string what;
+  if (stats.skipped_events > 0) what = std::to_string(stats.skipped_events) + " events whose time is out of range";
+  if (stats.skipped_locations > 0) {
+    what += (what.empty() ? "" : " and ") + std::to_string(stats.skipped_locations) + " locations whose id is past the bound";
+  }
+  return what.empty() ? what : "left out " + what + " (a damaged store), as the timeline does";
 }
 
 }  // namespace tc::analysis

@@ -10,6 +10,7 @@
 #include "ranges_json.h"
 #include "tc/analysis/format.h"
 #include "tc/analysis/timeline/timeline.h"
+#include "timeline/rows.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis {
@@ -52,12 +53,16 @@ bool passes(const RangeFilter& f, const Site& s) {
 using Keys = std::map<std::tuple<std::string, std::string, bool>, int32_t>;
 
 // NVTX start/end ranges (schema v3), paired as the timeline pairs them, as
-// f(utid, ts, loc_id, dur) (dur -1 when it never ended).
+// f(utid, ts, loc_id, dur) (dur -1 when it never ended); one out of time
+// range is left out and counted in *skipped, as the timeline does.
 template <typename F>
-Status start_end_ranges(const store::Reader& r, F&& f) {
+Status start_end_ranges(const store::Reader& r, int64_t* skipped, F&& f) {
   auto pairs = timeline::read_nvtx_start_ends(r);
   if (!pairs.ok()) return pairs.status();
-  for (const timeline::NvtxStartEnd& se : *pairs) f(se.utid, se.ts, se.loc_id, se.cut ? int64_t{-1} : se.end - se.ts);
+  for (const timeline::NvtxStartEnd& se : *pairs) {
+    int64_t dur = se.cut ? int64_t{-1} : se.end - se.ts;
+    if (timeline::rows::keep(se.ts, &dur, skipped)) f(se.utid, se.ts, se.loc_id, dur);
+  }
   return Status::Ok();
 }
 
@@ -65,16 +70,20 @@ Status start_end_ranges(const store::Reader& r, F&& f) {
 // Ranges and marks number their groups separately: `groups` is filled for one of them.
 struct Sites {
   std::unordered_map<int64_t, Site> by_loc;
+  // The model's locations (a NULL name, or an id past its bound, is an unknown location).
   Status read(const store::Reader& r, StoreText& text) {
-    auto q = r.query("SELECT id, name, file, function FROM locations");
-    while (q.next()) {
+    timeline::Timeline tl;
+    TC_RETURN_IF_ERROR(timeline::rows::read_locations(r, &tl));
+    for (size_t id = 0; id < tl.locations.size(); ++id) {
+      const timeline::Location& l = tl.locations[id];
+      if (!l.named) continue;
       Site s;
-      s.nvtx = q.text(2) == "nvtx";
-      s.name = text(q.text(1));
-      s.domain = s.nvtx ? text(q.text(3)) : std::string();
-      by_loc.emplace(q.i64(0), std::move(s));
+      s.nvtx = l.file == "nvtx";
+      s.name = text(l.name);
+      s.domain = s.nvtx ? text(l.function) : std::string();
+      by_loc.emplace(static_cast<int64_t>(id), std::move(s));
     }
-    return q.status();
+    return Status::Ok();
   }
   // The group index of loc for this filter (-1: filtered out), creating it in `keys`.
   int32_t group(int64_t loc, const RangeFilter& f, Keys& keys) {
@@ -118,24 +127,21 @@ Status count_marks(const store::Reader& r, const RangeFilter& filter, Sites& sit
   Keys mark_keys;
   std::unordered_map<int64_t, int32_t> mark_group;
   std::vector<int64_t> mark_counts;
-  auto m = r.query("SELECT utid, loc_id FROM instants");
   int64_t mark_loc = 0, mark_utid = 0;
   int32_t g = -2;
   ThreadStats* thread = nullptr;
-  while (m.next()) {
-    int64_t loc = m.i64(1), utid = m.i64(0);
-    if (g == -2 || loc != mark_loc) {
-      auto it = mark_group.find(loc);
-      g = it != mark_group.end() ? it->second : (mark_group[loc] = sites.group(loc, filter, mark_keys));
-      mark_loc = loc;
+  TC_RETURN_IF_ERROR(timeline::rows::each_instant(r, &t.skipped_events, [&](const timeline::rows::Instant& m) {
+    if (g == -2 || m.loc_id != mark_loc) {
+      auto it = mark_group.find(m.loc_id);
+      g = it != mark_group.end() ? it->second : (mark_group[m.loc_id] = sites.group(m.loc_id, filter, mark_keys));
+      mark_loc = m.loc_id;
     }
-    if (g < 0) continue;
+    if (g < 0) return;
     if (mark_counts.size() < mark_keys.size()) mark_counts.resize(mark_keys.size(), 0);
     mark_counts[static_cast<size_t>(g)] += 1;
-    if (thread == nullptr || utid != mark_utid) thread = &threads[utid], mark_utid = utid;
+    if (thread == nullptr || m.utid != mark_utid) thread = &threads[m.utid], mark_utid = m.utid;
     thread->marks += 1;
-  }
-  TC_RETURN_IF_ERROR(m.status());
+  }));
   for (const auto& [key, index] : mark_keys) {
     MarkStats s{std::get<0>(key), std::get<1>(key), std::get<2>(key) ? "nvtx" : "tc", mark_counts[static_cast<size_t>(index)]};
     t.mark_count += s.count;
@@ -155,20 +161,21 @@ Status name_threads(const store::Reader& r, StoreText& text, std::map<int64_t, T
       for (auto n = r.query("SELECT t.upid, n.tid, n.name FROM nvtx_thread_names n JOIN threads t ON t.utid = n.utid ORDER BY n.id"); n.next();)
         nvtx_names[{n.i64(0), n.i64(1)}] = text(n.text(2));
     }
-    auto th = r.query("SELECT t.utid, coalesce(p.pid, 0), t.tid, t.name, t.upid FROM threads t LEFT JOIN processes p ON p.upid = t.upid");
-    while (th.next()) {
-      auto it = threads.find(th.i64(0));
-      if (it == threads.end()) continue;
+    std::map<int64_t, int64_t> pid_of;  // upid -> pid
+    TC_RETURN_IF_ERROR(timeline::rows::each_process(r, [&](const timeline::rows::Process& p) { pid_of.emplace(p.upid, p.pid); }));
+    TC_RETURN_IF_ERROR(timeline::rows::each_thread(r, [&](const timeline::rows::Thread& th) {
+      auto it = threads.find(th.utid);
+      if (it == threads.end()) return;
       ThreadStats& ts = it->second;
-      ts.pid = th.i64(1);
-      ts.tid = th.i64(2);
-      ts.name = text(th.text(3));
+      auto pid = pid_of.find(th.upid);
+      ts.pid = pid != pid_of.end() ? pid->second : 0;
+      ts.tid = th.tid;
+      ts.name = text(th.name.value_or(""));
       if (ts.name.empty()) {
-        auto named = nvtx_names.find({th.i64(4), ts.tid});
+        auto named = nvtx_names.find({th.upid, ts.tid});
         if (named != nvtx_names.end()) ts.name = named->second;
       }
-    }
-    TC_RETURN_IF_ERROR(th.status());
+    }));
     for (auto& [utid, ts] : threads) {
       ts.utid = utid;
       t.threads.push_back(std::move(ts));
@@ -202,12 +209,11 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
   std::unordered_map<int64_t, std::vector<Item>> by_thread;
 
   // Millions of rows: per row only the cached group and thread, no lookups.
-  auto q = r.query("SELECT utid, ts, dur, depth, loc_id FROM ranges");
   int64_t last_utid = 0;
   std::vector<Item>* items_of = nullptr;
-  while (q.next()) {
-    int32_t g = group_of(q.i64(4));
-    int64_t utid = q.i64(0), ts = q.i64(1), dur = q.i64(2), depth = q.i64(3);
+  TC_RETURN_IF_ERROR(timeline::rows::each_range(r, std::nullopt, &t.skipped_events, [&](const timeline::rows::Range& row) {
+    int32_t g = group_of(row.loc_id);
+    const int64_t utid = row.utid, ts = row.ts, dur = row.dur, depth = row.depth;
     bool cut = dur < 0;
     if (g >= 0) {
       grow();
@@ -221,8 +227,7 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
     // beyond int32 is no real nesting and takes no part in it.
     int32_t d = depth >= 0 && depth < (int64_t{1} << 30) ? static_cast<int32_t>(depth) : -1;
     items_of->push_back({ts, cut ? kOpen : ts + dur, 0, d, g});
-  }
-  TC_RETURN_IF_ERROR(q.status());
+  }));
 
   // Self time: sorted by start (a parent before the children that start with
   // it), a range's parent is the last range one level up that started at or
@@ -255,7 +260,7 @@ StatusOr<RangeTable> range_table(const store::Reader& r, const RangeFilter& filt
   }
   by_thread.clear();
 
-  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
+  TC_RETURN_IF_ERROR(start_end_ranges(r, &t.skipped_events, [&](int64_t utid, int64_t, int64_t loc, int64_t dur) {
     int32_t g = group_of(loc);
     if (g < 0) return;
     grow();
@@ -316,18 +321,22 @@ std::string ranges_json(const RangeTable& t, size_t top) {
 
 StatusOr<std::vector<RangeOccurrence>> range_occurrences(const store::Reader& r, const std::string& name) {
   // The locations of that name, matched here rather than in SQL: a name may hold any byte.
-  std::string locs;
-  std::set<int64_t> wanted;
-  for (auto q = r.query("SELECT id, name FROM locations"); q.next();) {
-    if (q.text(1) == name) locs += (locs.empty() ? "" : ",") + std::to_string(q.i64(0)), wanted.insert(q.i64(0));
+  timeline::Timeline tl;
+  TC_RETURN_IF_ERROR(timeline::rows::read_locations(r, &tl));
+  std::vector<bool> wanted(tl.locations.size());
+  bool any = false;
+  for (size_t id = 0; id < tl.locations.size(); ++id) {
+    if (tl.locations[id].named && tl.locations[id].name == name) wanted[id] = any = true;
   }
+  auto is_wanted = [&](int64_t loc) { return loc >= 0 && static_cast<size_t>(loc) < wanted.size() && wanted[static_cast<size_t>(loc)]; };
   std::vector<RangeOccurrence> out;
-  if (locs.empty()) return out;
-  auto q = r.query("SELECT utid, ts, dur FROM ranges WHERE loc_id IN (" + locs + ")");
-  while (q.next()) out.push_back({q.i64(0), q.i64(1), q.i64(2) < 0 ? -1 : q.i64(2)});
-  TC_RETURN_IF_ERROR(q.status());
-  TC_RETURN_IF_ERROR(start_end_ranges(r, [&](int64_t utid, int64_t ts, int64_t loc, int64_t dur) {
-    if (wanted.count(loc)) out.push_back({utid, ts, dur});
+  if (!any) return out;
+  int64_t skipped = 0;  // out of time range: left out, as the timeline does
+  TC_RETURN_IF_ERROR(timeline::rows::each_range(r, std::nullopt, &skipped, [&](const timeline::rows::Range& row) {
+    if (is_wanted(row.loc_id)) out.push_back({row.utid, row.ts, row.dur < 0 ? -1 : row.dur});
+  }));
+  TC_RETURN_IF_ERROR(start_end_ranges(r, &skipped, [&](int64_t utid, int64_t ts, int64_t loc, int64_t dur) {
+    if (is_wanted(loc)) out.push_back({utid, ts, dur});
   }));
   std::sort(out.begin(), out.end(), [](const RangeOccurrence& a, const RangeOccurrence& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
   return out;

@@ -4,35 +4,37 @@
 
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
 
-Status read_compilations(Load& ld) {
-  Timeline& tl = ld.tl;
-  auto q = ld.reader.query(
+Status rows::each_compilation(const store::Reader& r, int64_t* skipped, const std::function<void(Compilation&)>& f) {
+  std::map<int64_t, std::vector<InputChange>> inputs;  // graph_id (unique in the run) -> its changes, by id
+  auto in = r.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+  while (in.next()) inputs[in.i64(0)].push_back({std::string(in.text(1)), in.i64(2), in.i64(3), in.i64(4)});
+  TC_RETURN_IF_ERROR(in.status());
+  auto q = r.query(
       "SELECT id, utid, ts, dur, graph_id, step, loc_id, nodes_before, nodes_after, kernels, reason, trigger, cache, "
-      "diff FROM compilations ORDER BY ts, id");
+      "diff, signature FROM compilations ORDER BY ts, id");
   while (q.next()) {
     const std::string reason(q.text(10));
     Compilation c{.id = q.i64(0), .utid = q.i64(1), .ts = q.i64(2), .dur = q.i64(3), .graph_id = q.i64(4), .step = q.i64(5),
                   .loc_id = q.i64(6), .nodes_before = q.i64(7), .nodes_after = q.i64(8), .kernels = q.i64(9),
                   .reason = parse_compile_reason(reason), .reason_text = reason, .trigger = std::string(q.text(11)),
-                  .cache = std::string(q.text(12)), .diff = std::string(q.text(13)), .inputs = {}};
-    ld.add(TrackKind::kCompilations, c.utid, tl.compilations, std::move(c));
+                  .cache = std::string(q.text(12)), .diff = std::string(q.text(13)), .signature = std::string(q.text(14)), .inputs = {}};
+    if (!keep(c.ts, &c.dur, skipped)) continue;
+    if (auto it = inputs.find(c.graph_id); it != inputs.end()) c.inputs = it->second;
+    f(c);
   }
-  TC_RETURN_IF_ERROR(q.status());
-  // graph_id is unique in the run; a duplicate (a v1 store of several processes) keeps its first compilation.
-  std::map<int64_t, size_t> by_graph;  // graph_id -> compilation
-  for (size_t i = 0; i < tl.compilations.size(); ++i) by_graph.emplace(tl.compilations[i].graph_id, i);
-  auto in = ld.reader.query("SELECT graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
-  while (in.next()) {
-    auto it = by_graph.find(in.i64(0));
-    if (it == by_graph.end()) continue;
-    tl.compilations[it->second].inputs.push_back({std::string(in.text(1)), in.i64(2), in.i64(3), in.i64(4)});
-  }
-  TC_RETURN_IF_ERROR(in.status());
-  return Status::Ok();
+  return q.status();
+}
+
+namespace detail {
+
+Status read_compilations(Load& ld) {
+  return rows::each_compilation(ld.reader, &ld.tl.skipped.events,
+                                [&](Compilation& c) { ld.add(TrackKind::kCompilations, c.utid, ld.tl.compilations, std::move(c)); });
 }
 
 namespace {
@@ -73,4 +75,5 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 using Merge = RecordMerge<&Timeline::compilations, TrackKind::kCompilations>;
 const KindTraits kCompilationsTraits{"compilations", read_compilations, 1, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

@@ -2,18 +2,26 @@
 // (explicit_evaluations).
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
 
-Status read_evaluations(Load& ld) {
-  auto q = ld.reader.query("SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
+Status rows::each_evaluation(const store::Reader& r, int64_t* skipped, const std::function<void(Evaluation&)>& f) {
+  auto q = r.query("SELECT id, utid, ts, dur, step, kind, loc_id, nodes, graph_id FROM explicit_evaluations ORDER BY ts, id");
   while (q.next()) {
     Evaluation e{.id = q.i64(0), .utid = q.i64(1), .ts = q.i64(2), .dur = q.i64(3), .step = q.i64(4), .loc_id = q.i64(6),
                  .nodes = q.i64(7), .graph_id = q.i64(8), .kind = std::string(q.text(5))};
-    ld.add(TrackKind::kEvaluations, e.utid, ld.tl.evaluations, std::move(e));
+    if (keep(e.ts, &e.dur, skipped)) f(e);
   }
   return q.status();
+}
+
+namespace detail {
+
+Status read_evaluations(Load& ld) {
+  return rows::each_evaluation(ld.reader, &ld.tl.skipped.events,
+                               [&](Evaluation& e) { ld.add(TrackKind::kEvaluations, e.utid, ld.tl.evaluations, std::move(e)); });
 }
 
 namespace {
@@ -41,4 +49,5 @@ using Merge = RecordMerge<&Timeline::evaluations, TrackKind::kEvaluations>;
 const KindTraits kEvaluationsTraits{"explicit evaluations", read_evaluations, 5, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort,
                                     Marker::kTriangle};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

@@ -1,17 +1,28 @@
 // The executions track: each run of a compiled graph (executions).
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
 
-Status read_executions(Load& ld) {
-  auto q = ld.reader.query("SELECT utid, ts, dur, graph_id, step, trigger, nodes FROM executions ORDER BY ts, id");
+Status rows::each_execution(const store::Reader& r, int64_t* skipped, const std::function<void(int64_t utid, Execution&)>& f) {
+  // v1 stores have no execution_id.
+  const bool ids = r.has(store::schema::executions, "execution_id");
+  auto q = r.query(std::string("SELECT utid, ts, dur, graph_id, step, trigger, nodes, ") + (ids ? "execution_id" : "0") +
+                   " FROM executions ORDER BY ts, id");
   while (q.next()) {
-    ld.add(TrackKind::kExecutions, q.i64(0), ld.tl.executions,
-           Execution{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5))});
+    Execution x{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(6), std::string(q.text(5)), q.i64(7)};
+    if (keep(x.ts, &x.dur, skipped)) f(q.i64(0), x);
   }
   return q.status();
+}
+
+namespace detail {
+
+Status read_executions(Load& ld) {
+  return rows::each_execution(ld.reader, &ld.tl.skipped.events,
+                              [&](int64_t utid, Execution& x) { ld.add(TrackKind::kExecutions, utid, ld.tl.executions, std::move(x)); });
 }
 
 namespace {
@@ -36,4 +47,5 @@ uint32_t append(StoreMerge& sm) {
 using Merge = RecordMerge<&Timeline::executions, TrackKind::kExecutions>;
 const KindTraits kExecutionsTraits{"executions", read_executions, 2, colour, label, card, append, Merge::rebase, Merge::sort};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

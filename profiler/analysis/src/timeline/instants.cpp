@@ -1,29 +1,32 @@
 // The instants track: tc's instants; an NVTX site's instants are its marks.
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
+
+Status rows::each_instant(const store::Reader& r, int64_t* skipped, const std::function<void(const Instant&)>& f) {
+  auto q = r.query("SELECT utid, ts, loc_id, arg FROM instants");
+  while (q.next()) {
+    Instant i{q.i64(0), q.i64(1), q.i64(2), q.i64(3)};
+    if (keep(i.ts, nullptr, skipped)) f(i);
+  }
+  return q.status();
+}
+
+namespace detail {
 
 Status read_instants(Load& ld) {
   Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  auto& pending = ld.pending;
-  auto& nvtx_pending = ld.nvtx_pending;
-  auto see = [&](int64_t ts, int64_t end) { ld.see(ts, end); };
-  auto q = reader.query("SELECT utid, ts, loc_id, arg FROM instants");
-  while (q.next()) {
-    int64_t ts = q.i64(1), loc = q.i64(2);
-    if (!ld.keep(ts)) continue;
-    see(ts, ts + 1);
-    if (const NvtxSite* site = tl.nvtx_site(loc)) {
-      nvtx_pending[{q.i64(0), site->domain}].marks.add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
+  return rows::each_instant(ld.reader, &tl.skipped.events, [&](const rows::Instant& i) {
+    ld.see(i.ts, i.ts + 1);
+    if (const NvtxSite* site = tl.nvtx_site(i.loc_id)) {
+      ld.nvtx_pending[{i.utid, site->domain}].marks.add(i.ts, i.ts + 1, static_cast<uint32_t>(i.loc_id), i.arg, true);
     } else {
-      pending[q.i64(0)][static_cast<size_t>(TrackKind::kInstants)].add(ts, ts + 1, static_cast<uint32_t>(loc), q.i64(3), true);
+      ld.pending[i.utid][static_cast<size_t>(TrackKind::kInstants)].add(i.ts, i.ts + 1, static_cast<uint32_t>(i.loc_id), i.arg, true);
     }
-  }
-  TC_RETURN_IF_ERROR(q.status());
-  return Status::Ok();
+  });
 }
 
 namespace {
@@ -39,4 +42,5 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 
 const KindTraits kInstantsTraits{"instants", read_instants, 6, colour, label, card, nullptr, rebase_location, nullptr, Marker::kTriangle};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

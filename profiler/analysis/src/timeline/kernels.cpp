@@ -6,31 +6,37 @@
 
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
+
+Status rows::each_kernel_run(const store::Reader& r, int64_t* skipped, std::vector<KernelInfo>* kernels,
+                             const std::function<void(int64_t utid, KernelRun&)>& f) {
+  if (!r.has(store::schema::kernels, "sites") || !r.has(store::schema::kernel_executions, "dur")) return Status::Ok();
+  std::map<std::pair<int64_t, int64_t>, uint32_t> kernel_of;  // (graph_id, kernel) -> index
+  auto k = r.query("SELECT graph_id, kernel, kind, ops, sites, flops, bytes_read + bytes_written FROM kernels ORDER BY id");
+  while (k.next()) {
+    KernelInfo info{k.i64(0), k.i64(1), k.i64(5), k.i64(6), std::string(k.text(2)), std::string(k.text(3)), std::string(k.text(4))};
+    if (kernel_of.emplace(std::pair{info.graph_id, info.kernel}, static_cast<uint32_t>(kernels->size())).second)
+      kernels->push_back(std::move(info));
+  }
+  TC_RETURN_IF_ERROR(k.status());
+  auto q = r.query("SELECT utid, ts, dur, execution_id, graph_id, kernel FROM kernel_executions ORDER BY ts, id");
+  while (q.next()) {
+    auto it = kernel_of.find({q.i64(4), q.i64(5)});
+    if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
+    KernelRun run{q.i64(1), q.i64(2), q.i64(3), it->second};
+    if (keep(run.ts, &run.dur, skipped)) f(q.i64(0), run);
+  }
+  return q.status();
+}
+
+namespace detail {
 
 Status read_kernels(Load& ld) {
-  Timeline& tl = ld.tl;
-  const store::Reader& reader = ld.reader;
-  if (reader.has(store::schema::kernels, "sites") && reader.has(store::schema::kernel_executions, "dur")) {
-    std::map<std::pair<int64_t, int64_t>, uint32_t> kernel_of;  // (graph_id, kernel) -> index
-    auto k = reader.query("SELECT graph_id, kernel, kind, ops, sites, flops, bytes_read + bytes_written FROM kernels ORDER BY id");
-    while (k.next()) {
-      KernelInfo info{k.i64(0), k.i64(1), k.i64(5), k.i64(6), std::string(k.text(2)), std::string(k.text(3)), std::string(k.text(4))};
-      if (kernel_of.emplace(std::pair{info.graph_id, info.kernel}, static_cast<uint32_t>(tl.kernels.size())).second)
-        tl.kernels.push_back(std::move(info));
-    }
-    TC_RETURN_IF_ERROR(k.status());
-    auto q = reader.query("SELECT utid, ts, dur, execution_id, graph_id, kernel FROM kernel_executions ORDER BY ts, id");
-    while (q.next()) {
-      auto it = kernel_of.find({q.i64(4), q.i64(5)});
-      if (it == kernel_of.end()) continue;  // a run of a kernel the store does not describe
-      ld.add(TrackKind::kKernels, q.i64(0), tl.kernel_runs, KernelRun{q.i64(1), q.i64(2), q.i64(3), it->second});
-    }
-    TC_RETURN_IF_ERROR(q.status());
-  }
-  return Status::Ok();
+  return rows::each_kernel_run(ld.reader, &ld.tl.skipped.events, &ld.tl.kernels,
+                               [&](int64_t utid, KernelRun& run) { ld.add(TrackKind::kKernels, utid, ld.tl.kernel_runs, run); });
 }
 
 namespace {
@@ -70,4 +76,5 @@ uint32_t append(StoreMerge& sm) {
 using Merge = RecordMerge<&Timeline::kernel_runs, TrackKind::kKernels>;
 const KindTraits kKernelsTraits{"kernels", read_kernels, 3, colour, label, card, append, Merge::rebase, Merge::sort};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

@@ -1,9 +1,11 @@
 // load_timeline: the locations and threads, then each kind's reader (its
 // own file), then each thread's tracks in a fixed order.
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "load.h"
+#include "rows.h"
 #include "tc/analysis/timeline/job.h"
 
 namespace tc::analysis::timeline {
@@ -18,46 +20,27 @@ void permute(std::vector<T>* v, const std::vector<uint32_t>& order) {
   v->swap(out);
 }
 
-// Locations, by id.
-Status read_locations(Load& ld) {
-  auto bound = location_id_bound(ld.reader);
-  TC_RETURN_IF_ERROR(bound.status());
-  auto q = ld.reader.query("SELECT id, name, file, function, line FROM locations ORDER BY id");
-  while (q.next()) {
-    int64_t id = q.i64(0);
-    if (id < 0 || id >= *bound) {
-      ++ld.tl.skipped.locations;
-      continue;
-    }
-    if (ld.tl.locations.size() <= static_cast<size_t>(id)) ld.tl.locations.resize(id + 1);
-    Location& l = ld.tl.locations[id];
-    l.name = q.text(1);
-    l.file = q.text(2);
-    l.function = q.text(3);
-    l.line = q.i64(4);
-  }
-  return q.status();
-}
-
 // Threads with their processes: one lane each, in process order.
 Status read_lanes(Load& ld) {
-  auto q = ld.reader.query(
-      "SELECT t.utid, t.upid, t.tid, t.name, p.pid, p.name, p.end_ts FROM threads t LEFT JOIN processes p ON p.upid = t.upid "
-      "ORDER BY t.upid, t.utid");
-  while (q.next()) {
+  std::map<int64_t, rows::Process> processes;  // by upid; the first row of a upid stands
+  TC_RETURN_IF_ERROR(rows::each_process(ld.reader, [&](const rows::Process& p) { processes.emplace(p.upid, p); }));
+  return rows::each_thread(ld.reader, [&](const rows::Thread& t) {
+    auto p = processes.find(t.upid);
+    const rows::Process* process = p != processes.end() ? &p->second : nullptr;
     Lane lane;
-    lane.utid = q.i64(0);
-    lane.upid = q.i64(1);
-    lane.tid = q.i64(2);
-    lane.pid = q.i64(4);
-    lane.process_end = in_time_range(q.i64(6)) ? q.i64(6) : 0;  // 0: unknown
-    std::string process = q.text(5).empty() ? "process" : std::string(q.text(5));
-    std::string thread = q.text(3).empty() ? "thread" : std::string(q.text(3));
-    lane.name = process + " " + std::to_string(lane.pid) + " / " + thread + " " + std::to_string(lane.tid);
+    lane.utid = t.utid;
+    lane.upid = t.upid;
+    lane.tid = t.tid;
+    lane.pid = process ? process->pid : 0;
+    const int64_t end = process ? process->end_ts.value_or(0) : 0;
+    lane.process_end = in_time_range(end) ? end : 0;  // 0: unknown
+    std::string name = process ? process->name.value_or("") : "";
+    std::string thread = t.name.value_or("");
+    lane.name = (name.empty() ? "process" : name) + " " + std::to_string(lane.pid) + " / " + (thread.empty() ? "thread" : thread) + " " +
+                std::to_string(lane.tid);
     ld.lane_of[lane.utid] = ld.tl.lanes.size();
     ld.tl.lanes.push_back(std::move(lane));
-  }
-  return q.status();
+  });
 }
 
 // Each lane's tracks: tc's own kinds first, then ranges by depth, then NVTX
@@ -161,6 +144,52 @@ Lane& Load::lane_for(int64_t utid) {
 
 }  // namespace detail
 
+namespace rows {
+
+Status each_process(const store::Reader& r, const std::function<void(const Process&)>& f) {
+  auto q = r.query("SELECT upid, pid, name, end_ts FROM processes");
+  while (q.next()) {
+    Process p{q.i64(0), q.i64(1), std::nullopt, std::nullopt};
+    if (!q.is_null(2)) p.name = std::string(q.text(2));
+    if (!q.is_null(3)) p.end_ts = q.i64(3);
+    f(p);
+  }
+  return q.status();
+}
+
+Status each_thread(const store::Reader& r, const std::function<void(const Thread&)>& f) {
+  auto q = r.query("SELECT utid, upid, tid, name FROM threads ORDER BY upid, utid");
+  while (q.next()) {
+    Thread t{q.i64(0), q.i64(1), q.i64(2), std::nullopt};
+    if (!q.is_null(3)) t.name = std::string(q.text(3));
+    f(t);
+  }
+  return q.status();
+}
+
+Status read_locations(const store::Reader& r, Timeline* tl) {
+  auto bound = location_id_bound(r);
+  TC_RETURN_IF_ERROR(bound.status());
+  auto q = r.query("SELECT id, name, file, function, line FROM locations ORDER BY id");
+  while (q.next()) {
+    int64_t id = q.i64(0);
+    if (id < 0 || id >= *bound) {
+      ++tl->skipped.locations;
+      continue;
+    }
+    if (tl->locations.size() <= static_cast<size_t>(id)) tl->locations.resize(id + 1);
+    Location& l = tl->locations[id];
+    l.name = q.text(1);
+    l.named = !q.is_null(1);
+    l.file = q.text(2);
+    l.function = q.text(3);
+    l.line = q.i64(4);
+  }
+  return q.status();
+}
+
+}  // namespace rows
+
 StatusOr<int64_t> location_id_bound(const store::Reader& reader) {
   auto q = reader.query("SELECT count(*) FROM locations");
   const int64_t rows = q.next() ? q.i64(0) : 0;
@@ -180,7 +209,7 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   tl.path = reader.path();
   tl.paths = {tl.path};
   detail::Load ld(reader, tl);
-  TC_RETURN_IF_ERROR(detail::read_locations(ld));
+  TC_RETURN_IF_ERROR(rows::read_locations(reader, &tl));
   TC_RETURN_IF_ERROR(detail::read_lanes(ld));
   TC_RETURN_IF_ERROR(detail::read_nvtx(ld));
   for (int k = 0; k < detail::kKinds; ++k) {

@@ -7,9 +7,27 @@
 #include <string>
 
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis::timeline {
+
+Status rows::each_counter(const store::Reader& r, const std::vector<int64_t>* loc_ids, int64_t* skipped,
+                          const std::function<void(const Counter&)>& f) {
+  std::string sql = "SELECT utid, ts, loc_id, value FROM counters";
+  if (loc_ids) {
+    std::string ids;
+    for (int64_t id : *loc_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    sql += " WHERE loc_id IN (" + ids + ")";
+  }
+  auto q = r.query(sql);
+  while (q.next()) {
+    Counter c{q.i64(0), q.i64(1), q.i64(2), q.f64(3)};
+    if (keep(c.ts, nullptr, skipped)) f(c);
+  }
+  return q.status();
+}
+
 namespace detail {
 namespace {
 
@@ -40,23 +58,21 @@ Status read_memory(Load& ld) {
   TC_RETURN_IF_ERROR(plans.status());
 
   // The memory counters, found by their location names.
-  std::string live_ids, cap_ids;
+  std::vector<int64_t> live;
+  std::string cap_ids;
   for (size_t id = 0; id < tl.locations.size(); ++id) {
     const std::string& n = tl.locations[id].name;
-    std::string* ids = n == "memory.live_bytes" ? &live_ids : n == "memory.capacity_bytes" ? &cap_ids : nullptr;
-    if (!ids) continue;
-    if (!ids->empty()) *ids += ",";
-    *ids += std::to_string(id);
+    if (n == "memory.live_bytes") live.push_back(static_cast<int64_t>(id));
+    if (n != "memory.capacity_bytes") continue;
+    if (!cap_ids.empty()) cap_ids += ",";
+    cap_ids += std::to_string(id);
   }
   tl.memory.name = "memory.live_bytes";
-  if (!live_ids.empty()) {
-    auto q = reader.query("SELECT ts, value FROM counters WHERE loc_id IN (" + live_ids + ")");
-    while (q.next()) {
-      if (!ld.keep(q.i64(0))) continue;
-      tl.memory.ts.push_back(q.i64(0));
-      tl.memory.value.push_back(q.f64(1));
-    }
-    TC_RETURN_IF_ERROR(q.status());
+  if (!live.empty()) {
+    TC_RETURN_IF_ERROR(rows::each_counter(reader, &live, &tl.skipped.events, [&](const rows::Counter& c) {
+      tl.memory.ts.push_back(c.ts);
+      tl.memory.value.push_back(c.value);
+    }));
     if (!std::is_sorted(tl.memory.ts.begin(), tl.memory.ts.end())) {
       std::vector<uint32_t> order(tl.memory.ts.size());
       std::iota(order.begin(), order.end(), 0u);

@@ -12,6 +12,7 @@
 
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
 namespace tc::analysis::timeline {
@@ -21,9 +22,7 @@ namespace {
 class Upids {
  public:
   Status read(const store::Reader& reader) {
-    auto q = reader.query("SELECT utid, upid FROM threads");
-    while (q.next()) of_[q.i64(0)] = q.i64(1);
-    return q.status();
+    return rows::each_thread(reader, [&](const rows::Thread& t) { of_[t.utid] = t.upid; });
   }
   int64_t operator()(int64_t utid) const {
     auto it = of_.find(utid);

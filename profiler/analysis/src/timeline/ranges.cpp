@@ -7,39 +7,45 @@
 
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
+
+Status rows::each_range(const store::Reader& r, std::optional<IdRange> ids, int64_t* skipped, const std::function<void(const Range&)>& f) {
+  std::string sql = "SELECT utid, ts, dur, depth, loc_id, arg FROM ranges";
+  if (ids) sql += " WHERE id >= " + std::to_string(ids->lo) + " AND id < " + std::to_string(ids->hi);
+  auto q = r.query(sql);
+  while (q.next()) {
+    Range row{q.i64(0), q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(5)};
+    if (keep(row.ts, &row.dur, skipped)) f(row);
+  }
+  return q.status();
+}
+
+namespace detail {
 namespace {
 
 // domain_of[loc_id]: the NVTX domain of the site, -1 for tc's own (and for ids past its end).
 void read_chunk(const store::Reader& reader, int64_t lo, int64_t hi, const std::vector<int32_t>& domain_of, RangeChunk* out) {
-  auto q = reader.query("SELECT utid, ts, dur, depth, loc_id, arg FROM ranges WHERE id >= " + std::to_string(lo) +
-                        " AND id < " + std::to_string(hi));
   std::pair<int64_t, int64_t> key{-1, -1};
   Pending* cur = nullptr;
-  while (q.next()) {
-    int64_t ts = q.i64(1), dur = q.i64(2), loc = q.i64(4);
-    if (!in_time_range(ts)) {
-      ++out->skipped;
-      continue;
-    }
-    int64_t e = end_of(ts, dur);
-    out->min_ts = std::min(out->min_ts, ts);
+  out->status = rows::each_range(reader, rows::IdRange{lo, hi}, &out->skipped, [&](const rows::Range& r) {
+    int64_t e = end_of(r.ts, r.dur);
+    out->min_ts = std::min(out->min_ts, r.ts);
     if (e != kOpen) out->max_end = std::max(out->max_end, e);
-    int32_t domain = loc >= 0 && static_cast<size_t>(loc) < domain_of.size() ? domain_of[loc] : -1;
+    int32_t domain = r.loc_id >= 0 && static_cast<size_t>(r.loc_id) < domain_of.size() ? domain_of[r.loc_id] : -1;
     if (domain >= 0) {
-      out->nvtx[{q.i64(0), domain}].add_nvtx(ts, e, static_cast<uint32_t>(loc), q.i64(5), dur < 0);
-      continue;
+      out->nvtx[{r.utid, domain}].add_nvtx(r.ts, e, static_cast<uint32_t>(r.loc_id), r.arg, r.dur < 0);
+      return;
     }
-    std::pair<int64_t, int64_t> k{q.i64(0), q.i64(3)};
+    std::pair<int64_t, int64_t> k{r.utid, r.depth};
     if (k != key || !cur) {
       key = k;
       cur = &out->tracks[k];
     }
-    cur->add(ts, e, static_cast<uint32_t>(loc), q.i64(5), true);
-  }
-  out->status = q.status();
+    cur->add(r.ts, e, static_cast<uint32_t>(r.loc_id), r.arg, true);
+  });
 }
 
 }  // namespace
@@ -118,4 +124,5 @@ void rebase_location(StoreMerge& sm, const Track&, uint32_t& ref, uint32_t, int6
 
 const KindTraits kRangesTraits{"ranges", nullptr, -1, colour, label, card, nullptr, rebase_location, nullptr};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

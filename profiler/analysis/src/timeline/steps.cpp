@@ -1,14 +1,24 @@
 // The steps track: tc::mark_step() intervals (steps).
 #include "kinds.h"
 #include "load.h"
+#include "rows.h"
 #include "tc/store/schema.h"
 
-namespace tc::analysis::timeline::detail {
+namespace tc::analysis::timeline {
+
+Status rows::each_step(const store::Reader& r, int64_t* skipped, const std::function<void(int64_t utid, Step&)>& f) {
+  auto q = r.query("SELECT utid, ts, dur, step, loc_id FROM steps ORDER BY ts, id");
+  while (q.next()) {
+    Step s{q.i64(1), q.i64(2), q.i64(3), q.i64(4)};
+    if (keep(s.ts, &s.dur, skipped)) f(q.i64(0), s);
+  }
+  return q.status();
+}
+
+namespace detail {
 
 Status read_steps(Load& ld) {
-  auto q = ld.reader.query("SELECT utid, ts, dur, step, loc_id FROM steps ORDER BY ts, id");
-  while (q.next()) ld.add(TrackKind::kSteps, q.i64(0), ld.tl.steps, Step{q.i64(1), q.i64(2), q.i64(3), q.i64(4)});
-  return q.status();
+  return rows::each_step(ld.reader, &ld.tl.skipped.events, [&](int64_t utid, Step& s) { ld.add(TrackKind::kSteps, utid, ld.tl.steps, s); });
 }
 
 namespace {
@@ -35,4 +45,5 @@ uint32_t append(StoreMerge& sm) {
 using Merge = RecordMerge<&Timeline::steps, TrackKind::kSteps>;
 const KindTraits kStepsTraits{"steps", read_steps, 0, colour, label, card, append, Merge::rebase, Merge::sort};
 
-}  // namespace tc::analysis::timeline::detail
+}  // namespace detail
+}  // namespace tc::analysis::timeline

@@ -11,6 +11,9 @@ namespace tc::analysis {
 
 struct ExportStats {
   int64_t invalid_utf8_names = 0;  // distinct names written with U+FFFD for invalid UTF-8
+  // Left out as damaged, as the timeline leaves them out (timeline::Timeline::Skipped):
+  // events whose ts lies outside +-timeline::kTimeLimit, and locations whose id is past the bound.
+  int64_t skipped_events = 0, skipped_locations = 0;
 };
 
 // Writes the Chrome Trace Event format (JSON object with traceEvents), which
@@ -41,5 +44,9 @@ struct ExportStats {
 // its -wal/-shm/-journal files), by any name; kCorrupt for a store without
 // its run row; kIoError when the file cannot be written.
 Status export_chrome(const store::Reader& store, const std::string& path, ExportStats* stats = nullptr);
+
+// "left out 3 events whose time is out of range (a damaged store), as the
+// timeline does" (and the locations likewise); "" when nothing was skipped.
+std::string skipped_note(const ExportStats& stats);
 
 }  // namespace tc::analysis

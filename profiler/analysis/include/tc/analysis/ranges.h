@@ -67,6 +67,10 @@ struct RangeTable {
   std::vector<MarkStats> marks;      // largest count first (then name)
   std::vector<ThreadStats> threads;  // threads with a range or mark that passed the filter, by utid
   int64_t range_count = 0, cut_count = 0, mark_count = 0;  // occurrences, summed over the rows
+  // Ranges and marks left out as damaged, as the timeline leaves them out:
+  // their ts lies outside +-timeline::kTimeLimit (a range's duration is cut
+  // to end there). Not in the JSON; tc-analyze ranges says it on stderr.
+  int64_t skipped_events = 0;
 };
 
 struct RangeFilter {
@@ -90,7 +94,8 @@ struct RangeOccurrence {
   int64_t dur = -1;  // -1: cut
 };
 // Every occurrence (push/pop, tc's and start/end) of ranges named exactly
-// `name`, in any domain, sorted by ts.
+// `name`, in any domain, sorted by ts (one out of time range left out, as
+// in RangeTable).
 StatusOr<std::vector<RangeOccurrence>> range_occurrences(const store::Reader& store, const std::string& name);
 
 }  // namespace tc::analysis

@@ -56,6 +56,7 @@ CompileReason parse_compile_reason(std::string_view reason);
 struct Location {
   std::string name, file, function;
   int64_t line = 0;
+  bool named = false;  // a locations row with a name (false: NULL, or no row of this id)
 };
 
 struct Step {
@@ -71,7 +72,7 @@ struct Compilation {
   int64_t id = 0, utid = 0, ts = 0, dur = 0, graph_id = 0, step = 0, loc_id = 0;
   int64_t nodes_before = 0, nodes_after = 0, kernels = 0;
   CompileReason reason = CompileReason::kOther;
-  std::string reason_text, trigger, cache, diff;
+  std::string reason_text, trigger, cache, diff, signature;
   std::vector<InputChange> inputs;  // for shape_change: what changed
   int64_t rank = -1;                // a job's rank that compiled it (-1: not a job)
 };
@@ -79,6 +80,7 @@ struct Compilation {
 struct Execution {
   int64_t ts = 0, dur = 0, graph_id = 0, step = 0, nodes = 0;
   std::string trigger;
+  int64_t execution_id = 0;  // 0 in a schema v1 store
 };
 
 struct Evaluation {  // explicit_evaluations
