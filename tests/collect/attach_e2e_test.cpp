@@ -7,6 +7,7 @@
 // P" once its N events are recorded.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "collect/attach_test_util.h"
@@ -70,6 +71,27 @@ TEST(AttachTree, AProcessThatCannotAttachIsNamedInTheStoreAndTheReport) {
   size_t at = a.out.find(line);
   ASSERT_NE(at, std::string::npos) << a.out << a.err;
   EXPECT_EQ(a.out.find(line, at + 1), std::string::npos) << "said once";
+}
+
+// torchrun --nproc_per_node 2 --no-python tc-profile -o run.tcdb -- ...: each
+// rank's tc-profile sees torchrun's variables (no MPI's) and writes
+// run.rankR.tcdb, which tc-analyze reads as one job.
+TEST(TorchrunRanks, EachRanksTcProfileWritesItsOwnStoreOfOneJob) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  for (int rank = 0; rank < 2; ++rank) {
+    Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", bin("tc-test-recorder"), "--events", "10"},
+                           {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"},
+                            {"TORCHELASTIC_RUN_ID", "job7"}, {"OMPI_COMM_WORLD_RANK", ""}, {"PMI_RANK", ""}, {"SLURM_PROCID", ""}, {"SLURM_JOB_ID", ""}});
+    ASSERT_EQ(e.code, 0) << e.err;
+  }
+  const std::string r0 = dir.file("run.rank0.tcdb"), r1 = dir.file("run.rank1.tcdb");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  ASSERT_TRUE(std::filesystem::exists(r0) && std::filesystem::exists(r1));
+  Exit a = tc::test::run({bin("tc-analyze"), r0, r1}, {{"NO_COLOR", "1"}});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out.rfind("job torchrun:job7: 2 ranks", 0), 0u) << a.out;
 }
 
 }  // namespace
