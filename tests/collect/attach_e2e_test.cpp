@@ -73,6 +73,23 @@ TEST(AttachTree, AProcessThatCannotAttachIsNamedInTheStoreAndTheReport) {
   EXPECT_EQ(a.out.find(line, at + 1), std::string::npos) << "said once";
 }
 
+// The key that lets a process attach stays out of every store, even that of
+// a tc-profile started under another (whose environment holds the outer key).
+TEST(AttachTree, TheRunsKeyIsNeverStored) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string outer = dir.file("outer.tcdb"), inner = dir.file("inner.tcdb");
+  Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", outer, "--", bin("tc-profile"), "-q", "-o", inner, "--", bin("tc-test-recorder"), "--events", "3"});
+  ASSERT_EQ(e.code, 0) << e.err;
+  for (const std::string& path : {outer, inner}) {
+    auto r = tc::store::Reader::open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM run_env WHERE name = 'TC_PROFILE_KEY'"), 0) << path;
+  }
+  auto r = tc::store::Reader::open(inner);
+  EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM run_env WHERE name = 'TC_PROFILE_PID'"), 1) << "the other variables are kept";
+}
+
 // torchrun --nproc_per_node 2 --no-python tc-profile -o run.tcdb -- ...: each
 // rank's tc-profile sees torchrun's variables (no MPI's) and writes
 // run.rankR.tcdb, which tc-analyze reads as one job.

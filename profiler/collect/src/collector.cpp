@@ -61,6 +61,7 @@ RunInfo gather_run_info(std::vector<std::string> command, std::string collector)
     if (eq == std::string_view::npos) continue;
     // TC_*, and the MPI launcher's rank, size and job (which store is which rank).
     if (!kv.starts_with("TC_") && !trace::launcher::is_variable(kv.substr(0, eq))) continue;
+    if (kv.substr(0, eq) == "TC_PROFILE_KEY") continue;  // a run's secret (trace/region.h) never goes into a store
     info.env.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   std::sort(info.env.begin(), info.env.end());

@@ -45,6 +45,16 @@ void init_header(void* base, uint32_t rings, uint64_t capacity, uint64_t bytes, 
   for (uint32_t i = 0; i < rings; ++i) new (first + i * ring_stride(capacity)) RingHeader{};
 }
 
+// 128 random bits: getrandom, else /dev/urandom (a kernel before 3.17).
+bool random_key(uint64_t key[2]) {
+  if (getrandom(key, 2 * sizeof(uint64_t), 0) == static_cast<ssize_t>(2 * sizeof(uint64_t))) return true;
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::read(fd, key, 2 * sizeof(uint64_t)) == static_cast<ssize_t>(2 * sizeof(uint64_t));
+  ::close(fd);
+  return ok && (key[0] | key[1]) != 0;
+}
+
 bool valid_shape(uint32_t rings, uint64_t capacity) {
   return rings > 0 && rings <= 4096 && capacity >= 64 && (capacity & (capacity - 1)) == 0 && capacity <= (1ull << 26);
 }
@@ -105,8 +115,8 @@ std::unique_ptr<Region> Region::create_shared(uint32_t rings, uint64_t capacity,
   }
   init_header(base, rings, capacity, bytes);
   uint64_t key[2] = {0, 0};
-  if (getrandom(key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
-    *error = errno_text("getrandom for the ring memory's key");
+  if (!random_key(key)) {
+    *error = errno_text("getrandom (and /dev/urandom) for the ring memory's key");
     munmap(base, bytes);
     close(fd);
     return nullptr;
