@@ -526,6 +526,7 @@ struct Session {
   std::unique_ptr<tc::trace::Region> region;
   std::unique_ptr<tc::collect::Collector> collector;
   FrameworkLogs framework_logs;
+  std::string attach_report;  // TC_PROFILE_REPORT: where a process that cannot attach names itself ("": nowhere)
   ProgramEnv env;
   pid_t pid = -1;
   int pidfd = -1;
@@ -560,8 +561,22 @@ struct Session {
     env = program_environment(o, info, framework_logs, imports);
     collector = std::make_unique<tc::collect::Collector>(*region, *writer, std::move(info));
     for (const auto& [f, dir] : imports) collector->import_logs(*f, dir);
+    make_attach_report();
     if (tc::Status s = collector->begin(); !s.ok()) return fail(1, about_output(s.message()));
     return std::nullopt;
+  }
+
+  // The file in the private directory where a process of the tree that
+  // cannot attach to the rings names itself (trace/region.h); finish() reads it.
+  void make_attach_report() {
+    const std::string dir = framework_logs.sub("attach");
+    if (dir.empty()) return;
+    const std::string path = dir + "/failures";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    ::close(fd);
+    attach_report = path;
+    collector->attach_reports(path);
   }
 
   // Starts the program with the rings and `env`; false (and the exit status
@@ -600,7 +615,12 @@ struct Session {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != launcher) _exit(128 + SIGTERM);
       close(exec_pipe[0]);
+      // A launcher in between may close or reuse the descriptor; the program
+      // then opens ours through /proc and checks the key (trace/region.h).
       setenv("TC_PROFILE_FD", std::to_string(region->fd()).c_str(), 1);
+      setenv("TC_PROFILE_PID", std::to_string(launcher).c_str(), 1);
+      setenv("TC_PROFILE_KEY", region->key_text().c_str(), 1);
+      if (!attach_report.empty()) setenv("TC_PROFILE_REPORT", attach_report.c_str(), 1); else unsetenv("TC_PROFILE_REPORT");
       unsetenv("TC_PROFILE");  // one collector: ours
       env.apply();
       std::vector<char*> args;

@@ -3,7 +3,8 @@
 //   mpirun -np 4 tc-profile -o run.tcdb -- ./train     -> run.rank0.tcdb ... run.rank3.tcdb
 //   mpirun -np 4 tc-profile -o /scratch/r%r/run.tcdb    -> %r is the rank
 //
-// The rank and world size come from the launcher's environment
+// The rank and world size come from the launcher's environment: mpirun's,
+// srun's or torchrun's (torchrun --no-python tc-profile -o run.tcdb -- python train.py)
 // (tc/trace/launcher.h).
 // Outside a launcher, or in a world of 1, the path is used as given (a %r
 // becomes 0).
@@ -17,7 +18,8 @@ namespace tc::cli {
 
 using LauncherRank = trace::launcher::Place;
 
-inline LauncherRank launcher_rank() { return trace::launcher::place(trace::launcher::from_environment); }
+// Any launcher's: mpirun, srun, torchrun (each rank its own tc-profile).
+inline LauncherRank launcher_rank() { return trace::launcher::any_place(trace::launcher::from_environment); }
 
 // The output path for this rank: %r replaced by the rank; else, in a world of
 // more than one, ".rankR" inserted before a ".tcdb" suffix (or appended).

@@ -216,7 +216,7 @@ StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& r) {
     }
     TC_RETURN_IF_ERROR(q.status());
   }
-  const trace::launcher::Place place = trace::launcher::place([&](std::string_view name) -> const char* {
+  const trace::launcher::Place place = trace::launcher::any_place([&](std::string_view name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });

@@ -1,6 +1,8 @@
 #include "tc/analysis/report.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "findings.h"
@@ -201,6 +203,35 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
   return Status::Ok();
 }
 
+// Processes of the tree that could not attach to tc-profile's rings (the
+// collector's dropped rows "could not attach to the rings: ..."): one note
+// naming the first three, so a tree that lost a process never reads as whole.
+Status note_unattached(const store::Reader& r, Report& report) {
+  constexpr const char* kPrefix = "could not attach to the rings: ";
+  int64_t processes = 0;
+  std::string named;
+  auto q = r.query("SELECT p.pid, p.name, d.reason FROM dropped d LEFT JOIN processes p ON p.upid = d.upid "
+                   "WHERE substr(d.reason, 1, 31) = 'could not attach to the rings: ' ORDER BY d.id");
+  while (q.next()) {
+    if (q.is_null(0)) {  // the collector's count of processes it could not name
+      processes += std::max<int64_t>(1, std::atoll(std::string(q.text(2)).c_str() + std::strlen(kPrefix)));
+      continue;
+    }
+    if (++processes > 3) continue;
+    std::string command(q.text(1)), why(q.text(2));
+    why = why.substr(std::strlen(kPrefix));
+    if (command.size() > 80) command = command.substr(0, 77) + "...";
+    if (why.size() > 200) why = why.substr(0, 197) + "...";
+    named += std::string(named.empty() ? "" : "; ") + "pid " + std::to_string(q.i64(0)) + " (" + command + "): " + why;
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  if (processes == 0) return Status::Ok();
+  std::string more = processes > 3 ? " (and " + std::to_string(processes - 3) + " more)" : "";
+  report.notes.push_back(std::to_string(processes) + (processes == 1 ? " process" : " processes") +
+                         " of the run recorded nothing, not attached to tc-profile's rings: " + (named.empty() ? "not named" : named) + more);
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool recorded_nothing(const Report& report) {
@@ -233,6 +264,7 @@ StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
     report.ranges = std::move(*ranges);
   }
   TC_RETURN_IF_ERROR(read_steps(store, options, report));
+  TC_RETURN_IF_ERROR(note_unattached(store, report));
   TC_RETURN_IF_ERROR(add_findings(store, report, options, text));
   {
     auto table = kernel_table(store, KernelsBy::kKernel);

@@ -61,6 +61,7 @@ RunInfo gather_run_info(std::vector<std::string> command, std::string collector)
     if (eq == std::string_view::npos) continue;
     // TC_*, and the MPI launcher's rank, size and job (which store is which rank).
     if (!kv.starts_with("TC_") && !trace::launcher::is_variable(kv.substr(0, eq))) continue;
+    if (kv.substr(0, eq) == "TC_PROFILE_KEY") continue;  // a run's secret (trace/region.h) never goes into a store
     info.env.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   std::sort(info.env.begin(), info.env.end());
@@ -343,6 +344,9 @@ struct Collector::Impl {
   std::map<int64_t, std::vector<uint64_t>> step_marks;
   static constexpr size_t kMaxStepMarks = 1 << 22;
   std::map<std::string, std::string> framework_logs;  // framework name -> its log directory (import_logs())
+  std::string attach_report;                          // attach_reports()
+  std::vector<std::pair<int64_t, std::string>> unattached;  // upid, reason: processes that could not attach
+  uint64_t unattached_unnamed = 0;
   size_t graph_id_field = [] {
     const auto& fields = trace::record_decl(static_cast<uint16_t>(trace::RecordKind::kCompilation))->fields;
     for (size_t i = 0; i < fields.size(); ++i) {
@@ -890,6 +894,17 @@ struct Collector::Impl {
 
   // ---- the end
 
+  // The processes that said they could not attach: named as processes
+  // without threads, each with a dropped row that says why.
+  void take_attach_failures() {
+    AttachFailures f = read_attach_failures(attach_report);
+    for (AttachFailure& a : f.named) {
+      processes.push_back({static_cast<int64_t>(processes.size() + 1), static_cast<uint32_t>(std::min<int64_t>(a.pid, UINT32_MAX)), a.command});
+      unattached.emplace_back(processes.back().upid, "could not attach to the rings: " + a.why);
+    }
+    unattached_unnamed = f.unnamed;
+  }
+
   void write_dropped(int64_t utid, uint64_t count, const std::string& reason) {
     auto row = writer.row(store::schema::dropped);
     row.null();
@@ -1034,6 +1049,10 @@ struct Collector::Impl {
       write_dropped(0, n, "no free ring: more threads than rings");
     if (unmatched_ends) write_dropped(0, unmatched_ends, "range end without a begin");
     if (too_deep) write_dropped(0, too_deep, "ranges nested deeper than " + std::to_string(kMaxOpen) + " on one thread (not stored)");
+    for (const auto& [upid, why] : unattached) keep(writer.row(store::schema::dropped).null().i64(upid).null().i64(0).text(why).insert());
+    if (unattached_unnamed)
+      write_dropped(0, 0, "could not attach to the rings: " + std::to_string(unattached_unnamed) +
+                              " more processes (or unreadable reports), not named");
     if (unresolved_strings) write_dropped(0, unresolved_strings, "string named by a record but never defined (stored as NULL)");
     for (const auto& [key, count] : malformed) {
       const auto& [utid, kind, fields] = key;
@@ -1111,10 +1130,12 @@ Status Collector::finish(const RunEnd& end) {
   m.final_drops = true;
   if (!m.discarding) m.write_python_steps();
   if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks_kept(end.end_ts);
+  if (!m.discarding && !m.attach_report.empty()) m.take_attach_failures();
   RunEnd final_end = end;
   const std::string& path = m.writer.path();
   if (!m.discarding) {
-    if (m.total_dropped() > 0 || !m.abandoned.empty() || m.still_recording || !m.notes.empty()) final_end.complete = false;
+    if (m.total_dropped() > 0 || !m.abandoned.empty() || m.still_recording || !m.notes.empty() || !m.unattached.empty() || m.unattached_unnamed)
+      final_end.complete = false;
     m.write_end_rows(final_end);
     if (!m.discarding) {
       Status s = m.writer.finalize();
@@ -1174,6 +1195,8 @@ Status Collector::finish(const RunEnd& end) {
 void Collector::note_incomplete(std::string reason) { impl_->notes.push_back(std::move(reason)); }
 
 void Collector::import_logs(const import::Framework& framework, std::string dir) { impl_->framework_logs[framework.name] = std::move(dir); }
+
+void Collector::attach_reports(std::string path) { impl_->attach_report = std::move(path); }
 
 CollectorStats Collector::stats() const {
   CollectorStats s = impl_->live;

@@ -4,11 +4,16 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <string_view>
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -38,6 +43,16 @@ void init_header(void* base, uint32_t rings, uint64_t capacity, uint64_t bytes, 
   h->next_execution_id.store(1, std::memory_order_relaxed);
   auto* first = static_cast<char*>(base) + align_up(sizeof(RegionHeader), 64);
   for (uint32_t i = 0; i < rings; ++i) new (first + i * ring_stride(capacity)) RingHeader{};
+}
+
+// 128 random bits: getrandom, else /dev/urandom (a kernel before 3.17).
+bool random_key(uint64_t key[2]) {
+  if (getrandom(key, 2 * sizeof(uint64_t), 0) == static_cast<ssize_t>(2 * sizeof(uint64_t))) return true;
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::read(fd, key, 2 * sizeof(uint64_t)) == static_cast<ssize_t>(2 * sizeof(uint64_t));
+  ::close(fd);
+  return ok && (key[0] | key[1]) != 0;
 }
 
 bool valid_shape(uint32_t rings, uint64_t capacity) {
@@ -99,7 +114,24 @@ std::unique_ptr<Region> Region::create_shared(uint32_t rings, uint64_t capacity,
     return nullptr;
   }
   init_header(base, rings, capacity, bytes);
-  return std::unique_ptr<Region>(new Region(base, bytes, fd, rings, capacity, static_cast<ClockKind>(static_cast<RegionHeader*>(base)->clock)));
+  uint64_t key[2] = {0, 0};
+  if (!random_key(key)) {
+    *error = errno_text("getrandom (and /dev/urandom) for the ring memory's key");
+    munmap(base, bytes);
+    close(fd);
+    return nullptr;
+  }
+  std::memcpy(static_cast<RegionHeader*>(base)->key, key, sizeof key);
+  auto region = std::unique_ptr<Region>(new Region(base, bytes, fd, rings, capacity, static_cast<ClockKind>(static_cast<RegionHeader*>(base)->clock)));
+  std::memcpy(region->key_, key, sizeof key);
+  return region;
+}
+
+std::string Region::key_text() const {
+  if (key_[0] == 0 && key_[1] == 0) return "";
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(key_[0]), static_cast<unsigned long long>(key_[1]));
+  return text;
 }
 
 std::unique_ptr<Region> Region::create_private(uint32_t rings, uint64_t capacity, std::string* error) {
@@ -145,6 +177,137 @@ std::unique_ptr<Region> Region::attach(int fd, std::string* error) {
   // The descriptor stays open (not owned): children of the program inherit it too.
   return std::unique_ptr<Region>(
       new Region(base, probe.total_bytes, -1, probe.ring_count, probe.ring_capacity, static_cast<ClockKind>(probe.clock)));
+}
+
+namespace {
+
+// 32 hex digits into two words; false when they are not.
+bool parse_key(const char* text, uint64_t key[2]) {
+  if (std::strlen(text) != 32 || std::strspn(text, "0123456789abcdef") != 32) return false;
+  for (int i = 0; i < 2; ++i) {
+    char word[17];
+    std::memcpy(word, text + 16 * i, 16);
+    word[16] = '\0';
+    key[i] = std::strtoull(word, nullptr, 16);
+  }
+  return true;
+}
+
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a file";
+}
+
+// Why `fd` is not the run's ring memory, or "" when it is: a memfd of this
+// user, sealed as create_shared() seals it (a planted file or another
+// program's memfd is not), whose header holds `key` when one is given. An fd
+// number a launcher closed or reused (a pipe: "Illegal seek") is refused here.
+std::string not_the_runs(int fd, const uint64_t* key) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return std::string("is not open (") + std::strerror(errno) + ")";
+  if (!S_ISREG(st.st_mode)) return std::string("names ") + file_kind(st.st_mode) + ", not the ring memory";
+  if (st.st_uid != geteuid()) return "belongs to another user";
+  constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & kSeals) != kSeals) return "names a file that is not tc-profile's sealed ring memory";
+  RegionHeader probe{};
+  if (pread(fd, &probe, sizeof probe, 0) != static_cast<ssize_t>(sizeof probe) || probe.magic != kRegionMagic || probe.version != kRegionVersion)
+    return "names memory that is not tc ring memory of this version";
+  if (key != nullptr && (probe.key[0] != key[0] || probe.key[1] != key[1])) return "names the ring memory of another run (its key differs)";
+  return "";
+}
+
+// One field of a report line: no tabs, newlines or control bytes, at most `max` bytes.
+std::string report_field(std::string_view text, size_t max) {
+  std::string out(text.substr(0, max));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Region> Region::attach_from_environment(std::string* error) {
+  const char* fd_text = std::getenv("TC_PROFILE_FD");
+  char* end = nullptr;
+  const long fd = fd_text ? std::strtol(fd_text, &end, 10) : -1;
+  if (fd_text == nullptr || end == fd_text || *end != '\0' || fd < 0 || fd > 1 << 30) {
+    *error = "TC_PROFILE_FD is not a descriptor number";
+    return nullptr;
+  }
+  const char* key_text = std::getenv("TC_PROFILE_KEY");
+  uint64_t key[2] = {0, 0};
+  const bool keyed = key_text != nullptr && *key_text != '\0';
+  if (keyed && !parse_key(key_text, key)) {
+    *error = "TC_PROFILE_KEY is not 32 hex digits";
+    return nullptr;
+  }
+  std::string why = not_the_runs(static_cast<int>(fd), keyed ? key : nullptr);
+  if (why.empty()) return attach(static_cast<int>(fd), error);  // inherited: not owned, children inherit it too
+  std::string tried = "descriptor " + std::to_string(fd) + " " + why;
+  const char* pid_text = std::getenv("TC_PROFILE_PID");
+  char* pid_end = nullptr;
+  const long pid = pid_text ? std::strtol(pid_text, &pid_end, 10) : 0;
+  if (!keyed || pid_text == nullptr || pid_end == pid_text || *pid_end != '\0' || pid <= 0) {
+    *error = tried + "; no TC_PROFILE_PID and TC_PROFILE_KEY to find the launcher's";
+    return nullptr;
+  }
+  // The launcher's own descriptor. The kernel allows it only to a process
+  // that may ptrace-read the launcher (its user, and the launcher dumpable);
+  // the key then tells the run's memory from whatever else that number names.
+  const std::string proc = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  const int own = ::open(proc.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY);
+  if (own < 0) {
+    const int e = errno;
+    *error = tried + "; " + proc + ": " + std::strerror(e) +
+             (e == ENOENT ? " (the launcher has ended, or this process runs in another pid namespace)"
+                          : e == EACCES || e == EPERM ? " (not allowed: another user's launcher, or one that is not dumpable)" : "");
+    return nullptr;
+  }
+  why = not_the_runs(own, key);
+  if (!why.empty()) {
+    ::close(own);
+    *error = tried + "; " + proc + " " + why;
+    return nullptr;
+  }
+  std::unique_ptr<Region> region = attach(own, error);
+  if (!region) {
+    ::close(own);
+    return nullptr;
+  }
+  region->fd_ = own;  // owned, close-on-exec: a child finds the launcher's the same way
+  return region;
+}
+
+bool report_attach_failure(const std::string& why) {
+  const char* path = std::getenv("TC_PROFILE_REPORT");
+  if (path == nullptr || *path == '\0') return false;
+  // Never created and never followed: only the file the launcher made.
+  const int fd = ::open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    ::close(fd);
+    return false;
+  }
+  char command[512];
+  ssize_t n = 0;
+  if (int c = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC); c >= 0) {
+    n = ::read(c, command, sizeof command);
+    ::close(c);
+  }
+  std::string cmd(command, n > 0 ? static_cast<size_t>(n) : 0);
+  for (char& ch : cmd)
+    if (ch == '\0') ch = ' ';
+  // One write of at most ~1 KiB with O_APPEND: lines of several processes never interleave.
+  const std::string line = std::to_string(getpid()) + "\t" + report_field(why, 480) + "\t" + report_field(cmd, 400) + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  return ok;
 }
 
 ClockKind preferred_clock() {

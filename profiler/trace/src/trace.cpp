@@ -509,13 +509,12 @@ void start_from_environment() noexcept {
     if (r.env_started) return;
     if (const char* fd_text = std::getenv("TC_PROFILE_FD"); fd_text && *fd_text) {
       r.env_started = true;
-      char* end = nullptr;
-      long fd = std::strtol(fd_text, &end, 10);
       std::string error;
-      std::unique_ptr<Region> region = (end && *end == '\0' && fd >= 0) ? Region::attach(static_cast<int>(fd), &error) : nullptr;
+      std::unique_ptr<Region> region = Region::attach_from_environment(&error);
       if (!region) {
-        std::fprintf(stderr, "tc: cannot record: TC_PROFILE_FD=%s: %s; run the program under tc-profile again or unset TC_PROFILE_FD\n", fd_text,
-                     error.empty() ? "not a descriptor number" : error.c_str());
+        const bool told = report_attach_failure(error);
+        std::fprintf(stderr, "tc: cannot record: TC_PROFILE_FD=%s: %s; %s\n", fd_text, error.c_str(),
+                     told ? "tc-profile names this process in its store" : "run the program under tc-profile again or unset TC_PROFILE_FD");
         return;
       }
       r.attached = std::move(region);

@@ -125,6 +125,12 @@ class Collector {
   // exception (std::bad_alloc), keeps the rows it wrote, and finish() marks
   // the run incomplete with the reason in the dropped table.
   void import_logs(const import::Framework& framework, std::string dir);
+  // The file where processes of the tree that could not attach to the rings
+  // name themselves (TC_PROFILE_REPORT, trace/region.h). finish() reads it
+  // (read_attach_failures) and writes each one as a processes row (pid, its
+  // command as the name) with a dropped row of count 0 whose reason starts
+  // "could not attach to the rings: ", and marks the run incomplete.
+  void attach_reports(std::string path);
 
   CollectorStats stats() const;
 
@@ -132,6 +138,23 @@ class Collector {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What the processes that could not attach said. The file is written by the
+// program's processes, so nothing in it is trusted: at most
+// kMaxNamedAttachFailures are named (fields cut to 512 bytes, control bytes
+// blanked), the other lines and any malformed or cut one are only counted,
+// and a line is held up to 1 MiB however long it is (memory stays bounded).
+struct AttachFailure {
+  int64_t pid = 0;
+  std::string why;
+  std::string command;
+};
+struct AttachFailures {
+  std::vector<AttachFailure> named;
+  uint64_t unnamed = 0;  // more processes (or malformed lines) than were named
+};
+inline constexpr size_t kMaxNamedAttachFailures = 64;
+AttachFailures read_attach_failures(const std::string& path);
 
 // The NVTX marks of tc's Python start-up hook (python/sitecustomize.py): a
 // mark of this message in NVTX's default domain ends an optimizer step; one of

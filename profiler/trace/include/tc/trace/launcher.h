@@ -1,18 +1,25 @@
-// tc/trace/launcher.h: where an MPI launcher says a process sits in its job.
+// tc/trace/launcher.h: where a launcher says a process sits in its job.
 //
 //   auto p = tc::trace::launcher::place(tc::trace::launcher::from_environment);
 //   if (p.rank >= 0) ...   // under mpirun: rank p.rank of p.size, job p.job
+//   auto q = tc::trace::launcher::any_place(tc::trace::launcher::from_environment);
+//   // also torchrun's and Slurm's own ranks (no MPI)
 //
 // The variables, in the order they are trusted: Open MPI's
 // OMPI_COMM_WORLD_RANK/SIZE, else PMI_RANK/PMI_SIZE (MPICH, Slurm's PMI); the
 // job from PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or SLURM_JOB_ID, the last
 // with its SLURM_STEP_ID as Slurm writes them ("1234.0"): two srun steps of
-// one allocation are two jobs, whose ranks 0 are two processes. One list
-// for every reader: tc-profile (naming its store per rank, recording them in
-// run_env), tc::dist (the world size), and the analysis (a store's rank from
-// its run_env). Standard library only.
+// one allocation are two jobs, whose ranks 0 are two processes. any_place()
+// then takes torchrun's RANK/WORLD_SIZE (job TORCHELASTIC_RUN_ID when no
+// other names one; torchrun's default is "none") and, last, Slurm's
+// SLURM_PROCID/SLURM_NTASKS: ranks that are not MPI's, so tc::dist (which
+// needs MPI) reads place() only. One list for every reader: tc-profile
+// (naming its store per rank, recording them in run_env: any_place), tc::dist
+// (the world size: place), and the analysis (a store's rank from its
+// run_env: any_place). Standard library only.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -23,7 +30,8 @@ inline constexpr std::string_view kJobVariables[] = {"PMIX_NAMESPACE", "OMPI_MCA
 // Every variable tc records in run_env besides TC_*.
 inline constexpr std::string_view kVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",      "PMI_SIZE",
                                                   "PMIX_NAMESPACE",       "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID",  "SLURM_STEP_ID",
-                                                  "SLURM_PROCID"};
+                                                  "SLURM_PROCID",         "SLURM_NTASKS",            "RANK",          "LOCAL_RANK",
+                                                  "WORLD_SIZE",           "TORCHELASTIC_RUN_ID"};
 
 inline bool is_variable(std::string_view name) {
   for (std::string_view v : kVariables)
@@ -35,7 +43,20 @@ struct Place {
   int rank = -1;    // -1: no launcher
   int size = 0;     // 0: unknown
   std::string job;  // "" when unknown; Slurm's "JOB.STEP" when SLURM_STEP_ID is set
+  int local_rank = -1;  // torchrun's LOCAL_RANK (any_place); -1 when not given
 };
+
+namespace detail {
+// A value that is not a number in [0, 2^24) counts as absent (-1).
+template <class Get>
+int number(Get& get, std::string_view name) {
+  const char* v = get(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  return end && *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
+}
+}  // namespace detail
 
 // A getter for place(): the process's environment.
 inline const char* from_environment(std::string_view name) { return std::getenv(std::string(name).c_str()); }
@@ -44,13 +65,7 @@ inline const char* from_environment(std::string_view name) { return std::getenv(
 // store's run_env). A value that is not a number in [0, 2^24) counts as absent.
 template <class Get>
 Place place(Get&& get) {
-  auto number = [&](std::string_view name) -> int {
-    const char* v = get(name);
-    if (v == nullptr || *v == '\0') return -1;
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    return end && *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
-  };
+  auto number = [&](std::string_view name) { return detail::number(get, name); };
   Place p;
   if (int rank = number("OMPI_COMM_WORLD_RANK"); rank >= 0) {
     p.rank = rank;
@@ -67,6 +82,25 @@ Place place(Get&& get) {
       if (step && *step) p.job += "." + std::string(step);
       break;
     }
+  }
+  return p;
+}
+
+// place(), else torchrun's rank (RANK, WORLD_SIZE, LOCAL_RANK; the job from
+// TORCHELASTIC_RUN_ID when no MPI or Slurm variable names one), else Slurm's
+// (SLURM_PROCID of SLURM_NTASKS): the rank a store is, whatever started it.
+template <class Get>
+Place any_place(Get&& get) {
+  Place p = place(get);
+  if (p.rank >= 0) return p;
+  if (int rank = detail::number(get, "RANK"); rank >= 0) {
+    p.rank = rank;
+    p.size = std::max(0, detail::number(get, "WORLD_SIZE"));
+    p.local_rank = detail::number(get, "LOCAL_RANK");
+    if (const char* run = get("TORCHELASTIC_RUN_ID"); p.job.empty() && run && *run) p.job = std::string("torchrun:") + run;
+  } else if (int procid = detail::number(get, "SLURM_PROCID"); procid >= 0) {
+    p.rank = procid;
+    p.size = std::max(0, detail::number(get, "SLURM_NTASKS"));
   }
   return p;
 }

@@ -3,7 +3,8 @@
 //
 // A Region is one block of memory, either shared (a memfd that tc-profile
 // creates and hands to the program as TC_PROFILE_FD, so that a program that
-// crashes or is killed loses nothing it recorded) or private (an in-process
+// crashes or is killed loses nothing it recorded; a process whose launcher
+// closed that descriptor reopens tc-profile's, attach_from_environment) or private (an in-process
 // collector, TC_PROFILE=path). Its layout is the same in both cases:
 //
 //   RegionHeader | RingHeader[0] Slot[capacity] | RingHeader[1] Slot[...] | ...
@@ -38,7 +39,7 @@
 namespace tc::trace {
 
 inline constexpr uint64_t kRegionMagic = 0x31726763'74637400ull;  // "\0tcrgc1" little-endian-ish tag
-inline constexpr uint32_t kRegionVersion = 3;
+inline constexpr uint32_t kRegionVersion = 4;  // v4: RegionHeader::key
 
 // What the slot's fields mean depends on kind.
 enum class SlotKind : uint16_t {
@@ -119,6 +120,7 @@ struct alignas(64) RegionHeader {
   std::atomic<uint32_t> collector_pid;        // the process that drains the region; 0: none yet
   std::atomic<uint32_t> collector_state;      // CollectorState
   std::atomic<uint64_t> rings_freed;          // bumped whenever the collector frees a ring (threads without one retry)
+  uint64_t key[2];  // a shared region's secret (TC_PROFILE_KEY): what a process checks before it records into it; 0 when private
 };
 
 // Owns or maps a region. Not copyable.
@@ -136,6 +138,17 @@ class Region {
   // Maps a shared region from an inherited descriptor; validates magic,
   // version, geometry and the descriptor's size.
   static std::unique_ptr<Region> attach(int fd, std::string* error);
+  // Maps the region of the launcher's environment (tc-profile sets
+  // TC_PROFILE_FD=N, TC_PROFILE_PID and TC_PROFILE_KEY): descriptor N when it
+  // is still the run's, else the launcher's /proc/PID/fd/N (a launcher in
+  // between closed or reused N: Python's subprocess, multiprocessing spawn and
+  // forkserver). A descriptor is the run's only when it is a sealed memfd of
+  // this user whose header holds TC_PROFILE_KEY (without TC_PROFILE_KEY, only
+  // descriptor N is tried, unchecked but for the header). nullptr and why,
+  // naming each way tried, when none is.
+  static std::unique_ptr<Region> attach_from_environment(std::string* error);
+  // The secret a child checks (32 hex digits); "" for a private region.
+  std::string key_text() const;
   ~Region();
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
@@ -154,6 +167,7 @@ class Region {
  private:
   Region(void* base, uint64_t bytes, int fd, uint32_t rings, uint64_t capacity, ClockKind clock);
   void* base_;
+  uint64_t key_[2] = {0, 0};  // kept from creation, never re-read
   uint64_t bytes_;
   int fd_;
   RegionHeader* header_;
@@ -168,6 +182,13 @@ ClockKind preferred_clock();
 uint64_t read_clock(ClockKind kind);
 // CLOCK_MONOTONIC in ns.
 uint64_t monotonic_ns();
+
+// A process that could not attach to its launcher's region says so, so that
+// the run names it (pid, command, why) instead of losing it silently: one
+// line "PID\tWHY\tCOMMAND\n" appended to TC_PROFILE_REPORT (a file the
+// launcher made in its private directory; never created or followed here).
+// False when there is nowhere to say it.
+bool report_attach_failure(const std::string& why);
 
 // Number of payload slots needed for `bytes` bytes.
 constexpr uint32_t payload_slots(uint64_t bytes) { return static_cast<uint32_t>((bytes + sizeof(Slot) - 1) / sizeof(Slot)); }
