@@ -36,7 +36,7 @@ TEST(Launcher, TorchrunsRankWorldAndRunIdNameTheRank) {
 }
 
 TEST(Launcher, SlurmsProcidIsTheRankWithoutMpiAndMpiComesFirst) {
-  const Env slurm{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}};
+  const Env slurm{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}};
   launcher::Place p = launcher::any_place(getter(slurm));
   EXPECT_EQ(p.rank, 2);
   EXPECT_EQ(p.size, 8);
@@ -53,6 +53,16 @@ TEST(Launcher, SlurmsProcidIsTheRankWithoutMpiAndMpiComesFirst) {
   launcher::Place t = launcher::any_place(getter(torch_in_slurm));
   EXPECT_EQ(t.rank, 1) << "torchrun's rank before Slurm's task";
   EXPECT_EQ(t.job, "42.0") << "the allocation's job names it";
+}
+
+// A batch script's shell has the allocation's SLURM_PROCID 0 and SLURM_NTASKS,
+// but no step: a tc-profile there wraps the whole job (tc-profile -- torchrun
+// ..., or srun), and its store keeps the name it was given.
+TEST(Launcher, ABatchScriptIsNoRank) {
+  const Env batch{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "42"}};
+  EXPECT_EQ(launcher::any_place(getter(batch)).rank, -1);
+  const Env past{{"RANK", "4"}, {"WORLD_SIZE", "4"}};
+  EXPECT_EQ(launcher::any_place(getter(past)).rank, -1) << "rank 4 of 4 is no rank";
 }
 
 TEST(Launcher, ValuesThatAreNotRanksAreAbsent) {

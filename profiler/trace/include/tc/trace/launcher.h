@@ -12,7 +12,9 @@
 // one allocation are two jobs, whose ranks 0 are two processes. any_place()
 // then takes torchrun's RANK/WORLD_SIZE (job TORCHELASTIC_RUN_ID when no
 // other names one; torchrun's default is "none") and, last, Slurm's
-// SLURM_PROCID/SLURM_NTASKS: ranks that are not MPI's, so tc::dist (which
+// SLURM_PROCID of SLURM_STEP_NUM_TASKS, a job step's tasks (srun's; a batch
+// script's own shell has the allocation's SLURM_NTASKS, and a tc-profile
+// there wraps the whole job, so it is no rank): ranks that are not MPI's, so tc::dist (which
 // needs MPI) reads place() only. One list for every reader: tc-profile
 // (naming its store per rank, recording them in run_env: any_place), tc::dist
 // (the world size: place), and the analysis (a store's rank from its
@@ -30,8 +32,8 @@ inline constexpr std::string_view kJobVariables[] = {"PMIX_NAMESPACE", "OMPI_MCA
 // Every variable tc records in run_env besides TC_*.
 inline constexpr std::string_view kVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",      "PMI_SIZE",
                                                   "PMIX_NAMESPACE",       "OMPI_MCA_orte_ess_jobid", "SLURM_JOB_ID",  "SLURM_STEP_ID",
-                                                  "SLURM_PROCID",         "SLURM_NTASKS",            "RANK",          "LOCAL_RANK",
-                                                  "WORLD_SIZE",           "TORCHELASTIC_RUN_ID"};
+                                                  "SLURM_PROCID",         "SLURM_NTASKS",            "SLURM_STEP_NUM_TASKS", "RANK",
+                                                  "LOCAL_RANK",           "WORLD_SIZE",           "TORCHELASTIC_RUN_ID"};
 
 inline bool is_variable(std::string_view name) {
   for (std::string_view v : kVariables)
@@ -88,7 +90,8 @@ Place place(Get&& get) {
 
 // place(), else torchrun's rank (RANK, WORLD_SIZE, LOCAL_RANK; the job from
 // TORCHELASTIC_RUN_ID when no MPI or Slurm variable names one), else Slurm's
-// (SLURM_PROCID of SLURM_NTASKS): the rank a store is, whatever started it.
+// (SLURM_PROCID of SLURM_STEP_NUM_TASKS): the rank a store is, whatever
+// started it. A rank at or past its world's size is none.
 template <class Get>
 Place any_place(Get&& get) {
   Place p = place(get);
@@ -98,10 +101,11 @@ Place any_place(Get&& get) {
     p.size = std::max(0, detail::number(get, "WORLD_SIZE"));
     p.local_rank = detail::number(get, "LOCAL_RANK");
     if (const char* run = get("TORCHELASTIC_RUN_ID"); p.job.empty() && run && *run) p.job = std::string("torchrun:") + run;
-  } else if (int procid = detail::number(get, "SLURM_PROCID"); procid >= 0) {
+  } else if (int procid = detail::number(get, "SLURM_PROCID"), tasks = detail::number(get, "SLURM_STEP_NUM_TASKS"); procid >= 0 && tasks > 0) {
     p.rank = procid;
-    p.size = std::max(0, detail::number(get, "SLURM_NTASKS"));
+    p.size = tasks;
   }
+  if (p.size > 0 && p.rank >= p.size) return Place{};
   return p;
 }
 
