@@ -121,6 +121,31 @@ TEST(TorchTraceImport, BackwardCompileTimeIsInCompileS) {
   EXPECT_EQ(rep->summary.recompilations, *re);
 }
 
+// torch < 2.6: the backward's times are in aot_autograd_backward_compilation_metrics (seconds, the compile id in
+// its envelope), and its bwd_compilation_metrics has none: one row. A backward whose forward is missing is 'first'.
+TEST(TorchTraceImport, OlderTorchsBackwardRecordsAreOneRow) {
+  Scratch s;
+  fs::create_directories(s.dir / "old");
+  const std::string h = "V1201 00:00:00.000000 7 x.py:1] ";
+  std::ofstream(s.dir / "old" / "a.log")
+      << h << R"({"compilation_metrics": {"compile_id": "0/0", "co_name": "f", "start_time": 100.0, "entire_frame_compile_time_s": 2.0}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"bwd_compilation_metrics": {"compile_id": "0/0", "inductor_compile_time_s": 0.4, "code_gen_time_s": 0.1}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"aot_autograd_backward_compilation_metrics": {"start_time": 103.0, "elapsed_time": 0.5}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"bwd_compilation_metrics": {"compile_id": "1/2", "start_time_us": 105000000, "duration_us": 300000}, "frame_id": 1, "frame_compile_id": 2})" "\n";
+  auto w = tc::store::Writer::create((s.dir / "old.tcdb").string());
+  ASSERT_TRUE(w.ok());
+  tc::import::ImportTarget t;
+  t.writer = w->get();
+  auto r = tc::import::import_torch_trace((s.dir / "old").string(), t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->compilations, 3);
+  EXPECT_EQ(r->malformed, 0);
+  ASSERT_TRUE((*w)->finalize().ok());
+  tc::import::import_testing::Tables tables((s.dir / "old.tcdb").string());
+  tables.dump("", "SELECT frame, dur, reason, trigger FROM compilations ORDER BY ts");
+  EXPECT_EQ(tables.text(), "== \n0/0 | 2000000000 | first | frame_call\n0/0 | 500000000 | first | backward\n1/2 | 300000000 | first | backward\n");
+}
+
 // The viewer's times and tc-analyze recompiles' `at` are both from the run's
 // start (a Python program's first event comes seconds after it): one clock.
 TEST(TorchTraceImport, ViewerTimesAreFromTheRunStartAsTcAnalyzes) {

@@ -513,9 +513,11 @@ class TorchImporter : public import_common::Importer {
       }
       const bool first = m.compile == 0;
       std::string reason = first ? "first" : !dims.empty() ? "shape_change" : "structure_change";
-      // A backward is compiled for the reason its forward was; it changes no input of its own.
+      // A backward is compiled for the reason its forward was (one whose forward's record is missing, a cut
+      // trace: 'first', as nothing says what changed); it changes no input of its own.
       if (m.backward) {
-        if (auto f = reason_of.find({m.pid, m.compile_id}); f != reason_of.end()) reason = f->second;
+        auto f = reason_of.find({m.pid, m.compile_id});
+        reason = f != reason_of.end() ? f->second : "first";
         dims.clear();
       } else {
         reason_of[{m.pid, m.compile_id}] = reason;
