@@ -30,6 +30,7 @@
 #include "tc/analysis/ranges.h"
 #include "tc/analysis/report.h"
 #include "tc/store/reader.h"
+#include "tc/store/schema.h"
 #include "tc/trace/python_command.h"
 
 namespace {
@@ -119,13 +120,28 @@ int run_export(const AnalyzeOptions& o) {
   return 0;
 }
 
+// Why a store holds no kernel timings, in one phrase.
+std::string why_no_kernel_timings(const tc::store::Reader& r) {
+  if (!r.has(tc::store::schema::kernels, "sites") || !r.has(tc::store::schema::kernel_executions, "dur"))
+    return "it was recorded by tc before schema v2, which did not time kernels";
+  if (r.has(tc::store::schema::compilations, "framework")) {
+    auto q = r.query("SELECT group_concat(framework, ', ') FROM (SELECT DISTINCT framework FROM compilations WHERE framework <> 'tc')");
+    if (q.next() && !q.is_null(0))
+      return "the run compiled with " + shown(q.text(0)) + ", whose kernels tc does not time (tc times its own compiler's; CUDA kernels on a "
+             "GPU come from CUPTI, below)";
+  }
+  auto exec = r.scalar_i64("SELECT EXISTS (SELECT 1 FROM executions)");
+  if (exec.ok() && *exec == 0) return "the program executed no graph of tc's compiler";
+  return "the program's graphs ran without kernel timings";
+}
+
 int run_kernels(const AnalyzeOptions& o) {
   auto reader = tc::store::Reader::open(o.paths[0]);
   if (!reader.ok()) return open_error(reader.status());
   auto table = tc::analysis::kernel_table(*reader, o.by_site ? tc::analysis::KernelsBy::kSite : tc::analysis::KernelsBy::kKernel);
   if (!table.ok()) return open_error(table.status());
   if (o.json) std::printf("%s\n", tc::analysis::kernels_json(*table).c_str());
-  else print_kernels(o.paths[0], *table, o.by_site, o.top);
+  else print_kernels(o.paths[0], *table, o.by_site, o.top, why_no_kernel_timings(*reader));
   return 0;
 }
 

@@ -183,7 +183,7 @@ void print_ranges(const analysis::RangeTable& t, size_t top, const char* more) {
 }
 
 std::string range_totals(const analysis::RangeTable& t) {
-  auto n = [](int64_t v, const char* one, const char* many) { return std::to_string(v) + " " + (v == 1 ? one : many); };
+  const auto n = analysis::counted;
   std::string s = n(t.range_count, "range", "ranges");
   if (t.cut_count > 0) s += " (" + std::to_string(t.cut_count) + " cut)";
   s += " of " + n(static_cast<int64_t>(t.ranges.size()), "name", "names") + " on " + n(static_cast<int64_t>(t.threads.size()), "thread", "threads");
@@ -196,21 +196,26 @@ void print_summary(const std::string& path, const Report& r, const Style& st) {
   std::printf("%s%s%s: %s (%s, %s)\n", st.bold(), shown(path).c_str(), st.off(), command_line(r).c_str(), ending(r).c_str(),
               r.run.complete ? "complete" : "INCOMPLETE");
   double wall = r.run.wall_s;
-  double other = std::max(0.0, wall - s.compile_s - s.execute_s);
+  double other = wall - s.compile_s - s.execute_s;
+  if (other < 1e-9) other = 0;  // rounding, or times that overlap
   auto pct = [&](double v) { return wall > 0 ? percent(v / wall * 100) : std::string("-"); };
   if (s.compilations == 0 && s.execute_s == 0) {
     std::printf("  wall      %s\n", secs(wall).c_str());
+  } else if (s.execute_source.empty()) {
+    std::printf("  wall      %s = compile %s (%s) + the rest %s (%s); execute not measured (%s)\n", secs(wall).c_str(), secs(s.compile_s).c_str(),
+                pct(s.compile_s).c_str(), secs(other).c_str(), pct(other).c_str(), s.execute_unmeasured.c_str());
   } else {
-    std::printf("  wall      %s = compile %s (%s) + execute %s (%s) + other %s (%s)\n", secs(wall).c_str(), secs(s.compile_s).c_str(),
-                pct(s.compile_s).c_str(), secs(s.execute_s).c_str(), pct(s.execute_s).c_str(), secs(other).c_str(), pct(other).c_str());
+    std::printf("  wall      %s = compile %s (%s) + execute %s (%s%s) + other %s (%s)\n", secs(wall).c_str(), secs(s.compile_s).c_str(),
+                pct(s.compile_s).c_str(), secs(s.execute_s).c_str(), pct(s.execute_s).c_str(),
+                s.execute_source == "steps" ? ", the steps less their compiling" : "", secs(other).c_str(), pct(other).c_str());
   }
   std::string step_time;
   if (s.steps > 0) {
     step_time = " (" + (s.step_source == "range" ? "range '" + shown(s.step_range) + "', " : std::string()) + "p50 " + secs(s.step_p50_s) +
                 ", p99 " + secs(s.step_p99_s) + ")";
   }
-  std::printf("  steps     %lld%s    compilations %lld (%lld recompilations)    explicit evaluations %lld\n", static_cast<long long>(s.steps),
-              step_time.c_str(), static_cast<long long>(s.compilations), static_cast<long long>(s.recompilations),
+  std::printf("  steps     %lld%s    compilations %lld (%s)    explicit evaluations %lld\n", static_cast<long long>(s.steps),
+              step_time.c_str(), static_cast<long long>(s.compilations), analysis::counted(s.recompilations, "recompilation", "recompilations").c_str(),
               static_cast<long long>(s.explicit_evaluations));
   if (s.capacity_bytes > 0) {
     std::printf("  memory    peak %s of %s (%.0f%%)\n", bytes(static_cast<double>(s.peak_bytes)).c_str(),
@@ -322,13 +327,13 @@ void print_job_suggestions(const analysis::JobReport& job) {
   if (n == 0) std::printf("nothing to change\n");
 }
 
-void print_kernels(const std::string& store, const analysis::KernelTable& t, bool by_site, int top) {
+void print_kernels(const std::string& store, const analysis::KernelTable& t, bool by_site, int top, const std::string& why_none) {
   std::printf("%s: execute %s, of it in timed kernels %s (%.0f%%)", shown(store).c_str(), secs(t.execute_s).c_str(), secs(t.kernel_s).c_str(),
               t.execute_s > 0 ? 100 * t.kernel_s / t.execute_s : 0.0);
   if (t.peak_gflops > 0) std::printf("; ceilings %.0f GFLOP/s, %.0f GB/s", t.peak_gflops, t.peak_gbps);
   std::printf("\n");
   if (t.rows.empty() && t.gpu.kernels.empty() && t.gpu.copies.empty()) {
-    std::printf("  no kernel timings in this store (recorded by tc before schema v2, or with no compiled or eager execution)\n");
+    std::printf("  no kernel timings in this store: %s\n", why_none.c_str());
   }
   if (t.rows.empty()) {
     print_gpu_activity(t.gpu, top);

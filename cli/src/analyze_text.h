@@ -34,7 +34,8 @@ std::string range_totals(const analysis::RangeTable& t);
 // The range, mark and thread tables, at most `top` rows of each; `more` is how to see the rest.
 void print_ranges(const analysis::RangeTable& t, size_t top, const char* more);
 // The kernel table (tc-analyze kernels) of `store`, at most `top` rows, then the GPU's share.
-void print_kernels(const std::string& store, const analysis::KernelTable& t, bool by_site, int top);
+// `why_none`: why the store has no kernel timings, shown when it has none.
+void print_kernels(const std::string& store, const analysis::KernelTable& t, bool by_site, int top, const std::string& why_none);
 // The report's first lines: the run, where its wall time went, steps, memory.
 void print_summary(const std::string& path, const analysis::Report& r, const Style& st);
 // The findings whose kind starts with `prefix` ("" for all).

@@ -39,6 +39,8 @@
 #include "tc/import/frameworks.h"
 #include "tc/import/import.h"
 #include "tc/store/output.h"
+#include "tc/store/reader.h"
+#include "tc/store/schema.h"
 #include "tc/store/writer.h"
 #include "tc/trace/python_command.h"
 #include "tc/trace/region.h"
@@ -134,6 +136,23 @@ struct SavedSignal {
   int sig;
   struct sigaction action;
 };
+
+// "; 40 steps; imported from jax: 12 compilations, 11 explicit evaluations":
+// what the store holds besides tc's own events ("" when nothing).
+std::string imported(const std::string& store) {
+  using tc::analysis::counted;
+  auto r = tc::store::Reader::open(store);
+  if (!r.ok()) return "";
+  std::string out;
+  if (auto steps = r->scalar_i64("SELECT count(*) FROM steps"); steps.ok() && *steps > 0) out += "; " + counted(*steps, "step", "steps");
+  if (!r->has(tc::store::schema::framework_imports, "framework")) return out;
+  for (auto q = r->query("SELECT framework, sum(compilations), sum(explicit_evaluations) FROM framework_imports GROUP BY framework ORDER BY min(id)");
+       q.next();) {
+    out += "; imported from " + tc::analysis::printable(q.text(0)) + ": " + counted(q.i64(1), "compilation", "compilations");
+    if (q.i64(2) > 0) out += ", " + counted(q.i64(2), "explicit evaluation", "explicit evaluations");
+  }
+  return out;
+}
 
 std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
@@ -764,10 +783,10 @@ struct Session {
       temp.keep = true;  // it is the output now
       if (!o.quiet) {
         std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(o.command[0]).c_str(), how.c_str(), elapsed);
-        std::fprintf(stderr, "tc-profile: wrote %s: %s events from %llu threads in %llu process%s%s\n", tc::analysis::printable(output).c_str(),
-                     with_commas(st.events).c_str(), static_cast<unsigned long long>(st.threads),
-                     static_cast<unsigned long long>(st.processes), st.processes == 1 ? "" : "es",
-                     st.dropped ? (", " + with_commas(st.dropped) + " dropped (see the dropped table)").c_str() : "");
+        std::fprintf(stderr, "tc-profile: wrote %s: %s tc events from %llu thread%s in %llu process%s%s%s\n",
+                     tc::analysis::printable(output).c_str(), with_commas(st.events).c_str(), static_cast<unsigned long long>(st.threads),
+                     st.threads == 1 ? "" : "s", static_cast<unsigned long long>(st.processes), st.processes == 1 ? "" : "es",
+                     st.dropped ? (", " + with_commas(st.dropped) + " dropped (see the dropped table)").c_str() : "", imported(output).c_str());
         if (!end.complete) std::fprintf(stderr, "tc-profile: the store is marked incomplete: the program did not exit normally\n");
         std::fprintf(stderr, "tc-profile: next: tc-analyze %s\n", tc::analysis::printable(output).c_str());
       }

@@ -929,6 +929,25 @@ TEST(Ranges, FiltersKeepTheSelfTimeOfWhatTheyLeaveOut) {
   EXPECT_EQ(names(default_domain), (std::vector<std::string>{"epoch", "step", "backward", "forward", "async"}));
 }
 
+// The marks of tc's Python hook (its steps) are tc's instrumentation: no table shows them.
+TEST(Ranges, ThePythonHooksMarksAreLeftOut) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.process(1, 100);
+  b.thread(1, 1);
+  b.nvtx_location(1, "tc.optimizer_step");
+  b.nvtx_location(2, "tc.optimizer_steps_start");
+  b.nvtx_location(3, "checkpoint");
+  b.instant(1, 1 * kMs, 2);
+  for (int k = 0; k < 3; ++k) b.instant(1, (2 + k) * kMs, 1);
+  b.instant(1, 9 * kMs, 3);
+  b.finish_without_analysis();
+  ta::RangeTable t = table_of(dir.file("run.tcdb"));
+  ASSERT_EQ(t.marks.size(), 1u);
+  EXPECT_EQ(t.marks[0].name, "checkpoint");
+  EXPECT_EQ(t.mark_count, 1);
+}
+
 TEST(Ranges, JsonHasTheDocumentedShape) {
   TempDir dir;
   StoreBuilder b(dir.file("run.tcdb"));

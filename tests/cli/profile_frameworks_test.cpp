@@ -112,6 +112,26 @@ TEST(ProfileFrameworks, APrivateJaxLogIsImportedThenRemoved) {
   EXPECT_EQ(off.out, "[]\n");
 }
 
+// The launcher's last line says what the store holds besides tc's own events
+// (a JAX run has none of those: "0 events" read like a failed recording), and
+// tc-analyze kernels says why there are no kernel timings (not "schema v2").
+TEST(ProfileFrameworks, TheLastLineSaysWhatWasImported) {
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  const std::string log = std::string(TC_SOURCE_DIR) + "/tests/fixtures/frameworks/jax-0.10.2-dynamic-padding/jax-14922.log";
+  const std::string now = "python3 -c \"import time; print(time.monotonic_ns())\"";
+  Exit e = tc::test::run({bin("tc-profile"), "-o", out, "--", "/bin/sh", "-c",
+                          "[ -n \"$TC_JAX_LOG_DIR\" ] && " + tc::test::moved_into_the_run(log, "ts|end", now, "32934531083431", "5.7") +
+                              " > \"$TC_JAX_LOG_DIR/jax-14922.log\"; true"});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.err.find(" tc events from "), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("; 11 steps; imported from jax: 13 compilations, 11 explicit evaluations\n"), std::string::npos) << e.err;
+  Exit k = tc::test::run({bin("tc-analyze"), "kernels", out});
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_EQ(k.out.find("schema v2"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("no kernel timings in this store: the run compiled with jax"), std::string::npos) << k.out;
+}
+
 // The hook runs the user's own sitecustomize, which is then the module `import sitecustomize` returns, as
 // without the hook (#27), and imports nothing (torch least of all).
 TEST(ProfileFrameworks, ThePythonHookChainsToTheUsersSitecustomizeAndImportsNothing) {

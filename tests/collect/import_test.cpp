@@ -17,6 +17,7 @@
 #include "../../profiler/import/src/json.h"
 #include "import_test_util.h"
 #include "tc/analysis/report.h"
+#include "tc/analysis/timeline/timeline.h"
 #include "tc/import/import.h"
 #include "tc/store/reader.h"
 #include "tc/store/writer.h"
@@ -89,6 +90,86 @@ TEST(TorchTraceImport, UnknownKindIsCountedNotFatal) {
   EXPECT_EQ(sum.unknown_kinds, 1);
   EXPECT_EQ(sum.malformed, 1);
   EXPECT_EQ(tc::import::describe_skipped(sum), "torch.compile trace: 1 record of an unknown kind and 1 malformed line skipped");
+}
+
+// The backward of each compiled frame (bwd_compilation_metrics) is a compilation row of its own,
+// trigger 'backward', joined to its forward by compile id; every compile record torch logged is counted.
+TEST(TorchTraceImport, BackwardIsACompilation) { diff_test("torch-2.15.0-backward"); }
+
+// compile_s within 10% of torch's own records, forward plus backward (the fixture's truth.txt).
+TEST(TorchTraceImport, BackwardCompileTimeIsInCompileS) {
+  Scratch s;
+  std::istringstream truth(read(kFixtures + "torch-2.15.0-backward/truth.txt"));
+  double torch_s = 0;
+  for (std::string l; std::getline(truth, l);)
+    if (l.starts_with("compile_s ")) torch_s = std::stod(l.substr(10));
+  ASSERT_GT(torch_s, 0);
+  const std::string path = tc::import::import_testing::import_with_run(tc::import::import_torch_trace, kFixtures + "torch-2.15.0-backward",
+                                                                       (s.dir / "backward.tcdb").string());
+  auto r = tc::store::Reader::open(path);
+  ASSERT_TRUE(r.ok());
+  auto rep = tc::analysis::analyze(*r);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_NEAR(rep->summary.compile_s, torch_s, 0.1 * torch_s);
+  // Every record counted once: the sum itself, not just near it (without the backward it was 6.5% short here).
+  EXPECT_NEAR(rep->summary.compile_s, torch_s, 1e-3);
+  // A backward is no more compilations of its frame and no recompilation.
+  auto fwd = r->scalar_i64("SELECT count(*) FROM compilations WHERE trigger <> 'backward'");
+  auto re = r->scalar_i64("SELECT count(*) FROM compilations WHERE trigger <> 'backward' AND reason <> 'first'");
+  ASSERT_TRUE(fwd.ok() && re.ok());
+  EXPECT_EQ(rep->summary.compilations, *fwd);
+  EXPECT_EQ(rep->summary.recompilations, *re);
+}
+
+// torch < 2.6: the backward's times are in aot_autograd_backward_compilation_metrics (seconds, the compile id in
+// its envelope), and its bwd_compilation_metrics has none: one row. A backward whose forward is missing is 'first'.
+TEST(TorchTraceImport, OlderTorchsBackwardRecordsAreOneRow) {
+  Scratch s;
+  fs::create_directories(s.dir / "old");
+  const std::string h = "V1201 00:00:00.000000 7 x.py:1] ";
+  std::ofstream(s.dir / "old" / "a.log")
+      << h << R"({"compilation_metrics": {"compile_id": "0/0", "co_name": "f", "start_time": 100.0, "entire_frame_compile_time_s": 2.0}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"bwd_compilation_metrics": {"compile_id": "0/0", "inductor_compile_time_s": 0.4, "code_gen_time_s": 0.1}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"aot_autograd_backward_compilation_metrics": {"start_time": 103.0, "elapsed_time": 0.5}, "frame_id": 0, "frame_compile_id": 0})" "\n"
+      << h << R"({"bwd_compilation_metrics": {"compile_id": "1/2", "start_time_us": 105000000, "duration_us": 300000}, "frame_id": 1, "frame_compile_id": 2})" "\n";
+  auto w = tc::store::Writer::create((s.dir / "old.tcdb").string());
+  ASSERT_TRUE(w.ok());
+  tc::import::ImportTarget t;
+  t.writer = w->get();
+  auto r = tc::import::import_torch_trace((s.dir / "old").string(), t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->compilations, 3);
+  EXPECT_EQ(r->malformed, 0);
+  ASSERT_TRUE((*w)->finalize().ok());
+  tc::import::import_testing::Tables tables((s.dir / "old.tcdb").string());
+  tables.dump("", "SELECT frame, dur, reason, trigger FROM compilations ORDER BY ts");
+  EXPECT_EQ(tables.text(), "== \n0/0 | 2000000000 | first | frame_call\n0/0 | 500000000 | first | backward\n1/2 | 300000000 | first | backward\n");
+}
+
+// The viewer's times and tc-analyze recompiles' `at` are both from the run's
+// start (a Python program's first event comes seconds after it): one clock.
+TEST(TorchTraceImport, ViewerTimesAreFromTheRunStartAsTcAnalyzes) {
+  Scratch s;
+  const std::string path = tc::import::import_testing::import_with_run(tc::import::import_torch_trace, kFixtures + "torch-2.15.0-backward",
+                                                                       (s.dir / "clock.tcdb").string());
+  auto r = tc::store::Reader::open(path);
+  ASSERT_TRUE(r.ok());
+  auto run_start = r->scalar_i64("SELECT start_ts FROM run WHERE id = 1");
+  auto first = r->scalar_i64("SELECT min(ts) FROM compilations");
+  ASSERT_TRUE(run_start.ok() && first.ok());
+  ASSERT_LT(*run_start, *first);
+  auto tl = tc::analysis::timeline::load_timeline(*r);
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  EXPECT_EQ(tl->start_ts, *first);
+  EXPECT_EQ(tl->origin_ts, *run_start) << "the viewer would show times from the first event, tc-analyze from the run's start";
+  // The backward's compilation is drawn and named, not an unlabelled gap in step 0.
+  std::vector<std::string> labels;
+  for (const auto& lane : tl->lanes)
+    for (const auto& t : lane.tracks)
+      if (t.kind == tc::analysis::timeline::TrackKind::kCompilations)
+        for (uint32_t i = 0; i < t.size(); ++i) labels.push_back(tc::analysis::timeline::event_label(*tl, t, i));
+  EXPECT_EQ(labels, (std::vector<std::string>{"compile g100 first", "compile g101 first", "compile g102 backward", "compile g103 shape_change",
+                                              "compile g104 shape_change"}));
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

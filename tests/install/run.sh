@@ -9,6 +9,10 @@ src=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# Every tool the build made is installed.
+for tool in tc-profile tc-analyze tc-viewer; do
+  if [ -x "$build/bin/$tool" ] && [ ! -x "$work/prefix/bin/$tool" ]; then echo "cmake --install did not install $tool"; exit 1; fi
+done
 cmake -S "$src/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 TC_PROFILE="$work/run.tcdb" TC_PROFILE_QUIET=1 "$work/consumer/consumer"

@@ -60,7 +60,7 @@ struct GraphInfo {
 // A framework that logs no executions (torch.compile): each graph of a
 // structure serves the steps from the one it compiled in up to the next
 // compilation of that structure; their execute time is the steps' own
-// (from tc's Python hook), less the compilation inside its first step.
+// (from tc's Python hook), less the compiling inside them (Step::compile_ns).
 void executions_from_steps(const std::map<int64_t, GraphInfo>& graphs, const Report& report, std::map<int64_t, std::vector<double>>& exec) {
   if (report.steps.empty()) return;
   std::map<std::pair<int64_t, std::string>, std::vector<const GraphInfo*>> by_structure;  // in ts order
@@ -68,7 +68,7 @@ void executions_from_steps(const std::map<int64_t, GraphInfo>& graphs, const Rep
   std::map<int64_t, double> step_s;  // index -> seconds
   int64_t last = 0;
   for (const Step& st : report.steps) {
-    step_s[st.index] += static_cast<double>(st.dur) / 1e9;
+    step_s[st.index] += static_cast<double>(st.execute_ns()) / 1e9;
     last = std::max(last, st.index);
   }
   for (auto& [key, list] : by_structure) {
@@ -79,7 +79,7 @@ void executions_from_steps(const std::map<int64_t, GraphInfo>& graphs, const Rep
       for (int64_t k = from; k < to; ++k) {
         auto it = step_s.find(k);
         if (it == step_s.end()) continue;
-        e.push_back(std::max(0.0, it->second - (k == from ? list[i]->compile_s : 0.0)));
+        e.push_back(it->second);
       }
     }
   }
@@ -105,11 +105,21 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
   // A failed compilation (torch.compile's recompile limit) compiled no graph.
   const std::string compiled = r.has(store::schema::compilations, "failure") ? " WHERE failure IS NULL" : "";
   const std::string framework = compiled.empty() ? "'tc'" : "framework";
-  for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + ", step, shape_erased, " + framework + " FROM compilations e" + compiled +
-                        " ORDER BY ts");
+  const std::string frame = compiled.empty() ? "NULL" : "frame";
+  std::map<std::pair<int64_t, std::string>, int64_t> forward_of;  // (upid, torch.compile compile id) -> its graph
+  for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + ", step, shape_erased, " + framework + ", trigger, " + frame +
+                        " FROM compilations e" + compiled + " ORDER BY ts");
        q.next();) {
-    run.graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), static_cast<double>(q.i64(2)) / 1e9, text(q.text(3)), q.i64(5), text(q.text(6)),
+    const double compile_s = static_cast<double>(q.i64(2)) / 1e9;
+    const std::pair<int64_t, std::string> fwd{q.i64(4), q.is_null(9) ? std::string() : text(q.text(9))};
+    // torch.compile's backward is compiled at the first backward: its time is its forward graph's.
+    if (text(q.text(8)) == "backward") {
+      if (auto f = forward_of.find(fwd); f != forward_of.end()) run.graphs[f->second].compile_s += compile_s;
+      continue;
+    }
+    run.graphs[q.i64(0)] = {q.i64(0), q.i64(4), q.i64(1), compile_s, text(q.text(3)), q.i64(5), text(q.text(6)),
                             text(q.text(7)) == "torch.compile" || text(q.text(7)) == "jax" || text(q.text(7)) == "torch_xla"};
+    if (!fwd.second.empty()) forward_of[fwd] = q.i64(0);
     run.compiling.insert(q.i64(4));
   }
   if (run.graphs.empty()) return;
@@ -168,7 +178,7 @@ std::string pad_text(const std::string& what, const ShapePlan& plan) {
 }
 
 std::string bucket_text(const std::string& what, const ShapePlan& plan) {
-  return what + " as {" + join(plan.buckets) + "} (" + std::to_string(plan.buckets.size()) + " compilations, " +
+  return what + " as {" + join(plan.buckets) + "} (" + counted(static_cast<int64_t>(plan.buckets.size()), "compilation", "compilations") + ", " +
          format_double("%.0f", plan.bucket_waste * 100) + "% padding, est. " + format_seconds(plan.bucket_saving_s) + " saved)";
 }
 
@@ -182,7 +192,7 @@ void shape_suggestion(Finding& f, const std::string& dim_name, bool short_last_b
   } else if (std::max(plan.pad_saving_s, plan.bucket_saving_s) <= 0) {
     // Compiling was cheap here (typically disk-cache hits): no padding pays for itself in this run.
     f.severity = Severity::kInfo;
-    f.suggestion = "Nothing to gain in this run: its " + std::to_string(changes) + " compilations took only " + format_seconds(compile_s) +
+    f.suggestion = "Nothing to gain in this run: " + (changes == 1 ? std::string("its compilation") : "its " + std::to_string(changes) + " compilations") + " took only " + format_seconds(compile_s) +
                    " (built code came from the cache), and padding to " + std::to_string(plan.pad_to) + " would add " +
                    format_seconds(-plan.pad_saving_s) + ". On a cold cache (a new machine, a changed model) each length compiles again: then pad to " +
                    std::to_string(plan.pad_to) + " or bucket.";
@@ -255,7 +265,7 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
     for (const auto& d : observed) f.identity += " " + std::to_string(d.value);
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
     f.title = dim_name + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." + std::to_string(hi) +
-              "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
+              "): " + counted(changes, "compilation", "compilations") + ", " + format_seconds(compile_s) + " compiling";
     const bool short_last_batch = dim == 0 && plan.short_batch;
     shape_suggestion(f, dim_name, short_last_batch, plan, changes, compile_s);
     auto dyn = run.dynamic_at.find(key);
@@ -278,7 +288,7 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
 
 Status structure_change(const store::Reader& r, Report& report, StoreText& text) {
   auto q = r.query(
-      "SELECT c.loc_id, l.file, l.line, l.function, count(*), sum(c.dur), group_concat(coalesce(c.diff, ''), char(10)), min(c.ts) "
+      "SELECT c.loc_id, l.file, l.line, l.function, sum(c." + std::string(kNotBackward) + "), sum(c.dur), group_concat(coalesce(c.diff, ''), char(10)), min(c.ts) "
       "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.reason = 'structure_change' GROUP BY c.loc_id ORDER BY sum(c.dur) DESC");
   while (q.next()) {
     std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
@@ -330,8 +340,8 @@ void graph_break(const store::Reader& r, Report& report, StoreText& text, const 
   f.identity = kinds + " at " + where;
   f.severity = Severity::kWarning;
   f.title = "Graph break at " + short_where + (reason.empty() ? "" : " (" + reason + ")") + ": torch.compile splits " +
-            (function.empty() ? std::string("the frame") : function) + " there, in each of its " + std::to_string(compilations) +
-            (compilations == 1 ? " compilation" : " compilations") + "; the part after it runs as another graph";
+            (function.empty() ? std::string("the frame") : function) + " there, in " + (compilations == 1 ? std::string("its compilation") : "each of its " + std::to_string(compilations) + " compilations") +
+            "; the part after it runs as another graph";
   std::string fix = kinds == "item" ? "Return the tensor from the compiled function and call .item() after it returns (or every N steps), or let "
                                       "torch.compile capture it (torch._dynamo.config.capture_scalar_outputs = True)"
                                     : "Move the " + kinds + " at " + where + " out of the compiled function, or run it every N steps";
@@ -387,7 +397,7 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
                    " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
     if (text(q.text(9)) == "torch_xla") {
       std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
-      f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + std::to_string(count) + " times in " +
+      f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + counted(count, "time", "times") + " in " +
                 std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
                 format_seconds(total_s) + " in all";
       f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
@@ -422,8 +432,8 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
 Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilations, "failure")) return Status::Ok();
   auto q = r.query(
-      "SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL), "
+      std::string("SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, "
+      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL AND o.") + kNotBackward + "), "
       "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL) "
       "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.failure LIKE '%recompile limit%' ORDER BY c.ts");
   std::set<std::string> seen;
@@ -441,10 +451,10 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
     for (const Step& st : report.steps) {
       if (st.index >= step) {
         ++after;
-        after_ns.push_back(st.dur);
+        after_ns.push_back(st.execute_ns());
       } else {
         ++before;
-        before_ns.push_back(st.dur);
+        before_ns.push_back(st.execute_ns());
       }
     }
     const double eager_s = median_s(after_ns), compiled_step_s = median_s(before_ns);
@@ -453,7 +463,7 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
     f.identity = function + (where.empty() ? "" : " at " + where);
     f.severity = Severity::kWarning;
     f.title = "torch.compile hit its recompile limit for " + function + " at step " + std::to_string(step) + " after " +
-              std::to_string(compiled) + " compilations (" + format_seconds(compile_s) + "): " +
+              counted(compiled, "compilation", "compilations") + " (" + format_seconds(compile_s) + "): " +
               (report.steps.empty() ? std::string("every later call ran uncompiled")
                                     : std::to_string(after) + " of " + std::to_string(after + before) + " steps ran uncompiled");
     if (!report.steps.empty() && after > 0 && before > 0) {
@@ -480,8 +490,8 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
 Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilation_inputs, "dynamic")) return Status::Ok();
   auto q = r.query(
-      "SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL), "
+      std::string("SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
+      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL AND o.") + kNotBackward + "), "
       "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL) "
       "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
       "WHERE i.dynamic = 1 ORDER BY c.ts, i.id");
@@ -492,13 +502,12 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     std::string function = q.is_null(9) ? std::string("the frame") : text(q.text(9));
     // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
     std::vector<int64_t> st, dy;
-    for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.dur);
+    for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.execute_ns());
     Finding f;
     f.kind = "recompilation.dynamic_marked";
     f.identity = input + " dim " + std::to_string(dim);
     f.severity = Severity::kInfo;
-    f.title = "torch.compile made " + input + " dim " + std::to_string(dim) + " dynamic after " + std::to_string(before) +
-              (before == 1 ? " compilation" : " compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
+    f.title = "torch.compile made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
               std::to_string(q.i64(2)) + " -> " + std::to_string(q.i64(3)) + "; the dynamic graph took " + format_seconds(dynamic_s) + " to compile";
     if (!st.empty() && !dy.empty()) {
       f.title += "; median step " + format_seconds(median_s(st)) + " static, " + format_seconds(median_s(dy)) + " dynamic";
@@ -645,35 +654,50 @@ Status amortization(const store::Reader& r, Report& report) {
   const Summary& s = report.summary;
   if (s.compilations == 0 || report.run.wall_s <= 0) return Status::Ok();
   double share = s.compile_s / report.run.wall_s;
-  double exec_per_step = s.steps > 0 ? s.execute_s / static_cast<double>(s.steps) : 0;
+  // Break-even needs steps and their execution time; without them it is unknown, never 0.
+  const bool measured = s.steps > 0 && !s.execute_source.empty() && s.execute_s > 0;
+  double exec_per_step = measured ? s.execute_s / static_cast<double>(s.steps) : 0;
   // Recompilations late in the run mean compiling never stops.
   int64_t last_step = 0;
   for (const Step& step : report.steps) last_step = std::max(last_step, step.index);
-  auto late = r.scalar_i64("SELECT count(*) FROM compilations WHERE reason <> 'first' AND step >= " + std::to_string(last_step * 3 / 4));
+  auto late = r.scalar_i64("SELECT count(*) FROM compilations WHERE reason <> 'first' AND " + std::string(kNotBackward) + " AND step >= " +
+                           std::to_string(last_step * 3 / 4));
   int64_t late_recompiles = late.ok() ? *late : 0;
-  int64_t break_even = exec_per_step > 0 ? static_cast<int64_t>(std::ceil(s.compile_s / exec_per_step)) : 0;
+  int64_t break_even = measured ? static_cast<int64_t>(std::ceil(s.compile_s / exec_per_step)) : 0;
   bool never = late_recompiles > 0 && s.steps >= 4;
   Finding f;
   f.kind = "compile.amortization";
-  f.identity = never ? "never amortizes" : break_even > s.steps ? "pays off on longer runs" : "paid off";
+  f.identity = never ? "never amortizes" : !measured ? "not measured" : break_even > s.steps ? "pays off on longer runs" : "paid off";
   f.severity = never || share > 0.5 ? Severity::kWarning : Severity::kInfo;
   f.title = "Compiling took " + format_seconds(s.compile_s) + ", " + format_double("%.0f", share * 100) + "% of the run's " +
             format_seconds(report.run.wall_s);
   if (never) {
     f.title += "; recompilations continue to the end, so it never amortizes";
-    f.suggestion = std::to_string(late_recompiles) + " recompilations happened in the last quarter of the steps: fix the recompilation "
-                   "findings first; until then every new shape costs another compilation.";
+    f.suggestion = counted(late_recompiles, "recompilation", "recompilations") + " happened in the last quarter of the steps: fix the "
+                   "recompilation findings first; until then every new shape costs another compilation.";
+  } else if (!measured) {
+    f.suggestion = "When compilation pays off is not known: " +
+                   std::string(s.steps == 0 ? "the run had no training steps to time"
+                                            : s.execute_source.empty() ? "execution was not measured (" + s.execute_unmeasured + ")"
+                                                                       : "nothing but compiling ran in its steps") +
+                   ".";
   } else if (break_even > s.steps) {
-    f.suggestion = "Compilation costs as much as " + std::to_string(break_even) + " steps of execution (" + format_seconds(exec_per_step) +
+    f.suggestion = "Compilation costs as much as " + counted(break_even, "step", "steps") + " of execution (" + format_seconds(exec_per_step) +
                    "/step) and this run had " + std::to_string(s.steps) + ": it pays off on longer runs; the built code is cached in "
                    "TC_CACHE_DIR, so the next run of the same program compiles nothing.";
   } else {
     f.suggestion = "Compilation is paid off after about " + std::to_string(std::max<int64_t>(break_even, 1)) + " of " +
-                   std::to_string(s.steps) + " steps; nothing to change.";
+                   counted(s.steps, "step", "steps") + "; nothing to change.";
   }
   Json j;
   j.begin_object().field("compile_s", s.compile_s).field("wall_s", report.run.wall_s).field("compile_share", share);
-  j.field("execute_s_per_step", exec_per_step).field("break_even_steps", break_even).field("steps", s.steps);
+  j.key("execute_s_per_step");
+  if (measured) j.value(exec_per_step);
+  else j.null();
+  j.key("break_even_steps");
+  if (measured) j.value(break_even);
+  else j.null();
+  j.field("steps", s.steps);
   j.field("late_recompilations", late_recompiles).field("amortizes", !never).end_object();
   add(report, std::move(f), j);
   return Status::Ok();

@@ -13,6 +13,10 @@ std::string format_double(const char* f, double v) {
   return buf;
 }
 
+std::string counted(int64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 std::string format_seconds(double s) {
   if (s < 0) return "-" + format_seconds(-s);
   if (s >= 100) return format_double("%.0f s", s);

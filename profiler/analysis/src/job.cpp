@@ -362,9 +362,11 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
     s.wall_s = l.report.run.wall_s;
     s.steps = static_cast<int64_t>(d.steps.size());
     if (s.steps == 0 && l.data.size() == 1) s.steps = l.report.summary.steps;  // steps from a step range
-    s.compilations = static_cast<int64_t>(d.compilations.size());
     for (const auto& c : d.compilations) {
-      s.recompilations += c.reason != "first";
+      // torch.compile's backward is part of its frame's compilation: its time, not one more of them.
+      const bool counted = c.trigger != "backward";
+      s.compilations += counted;
+      s.recompilations += counted && c.reason != "first";
       s.compile_s += static_cast<double>(c.dur) / 1e9;
     }
     s.explicit_evaluations = static_cast<int64_t>(d.evaluations.size());

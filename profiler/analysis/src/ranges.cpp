@@ -45,6 +45,9 @@ int64_t nearest_rank(std::vector<int64_t>& sorted_later, double p) {
 }
 
 bool passes(const RangeFilter& f, const Site& s) {
+  if (s.nvtx && s.domain.empty())
+    for (const char* hook : kHookMarks)
+      if (s.name == hook) return false;
   if (f.domain && *f.domain != s.domain) return false;
   if (f.kind && *f.kind != (s.nvtx ? "nvtx" : "tc")) return false;
   return f.name_contains.empty() || s.name.find(f.name_contains) != std::string::npos;

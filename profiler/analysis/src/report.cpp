@@ -72,8 +72,8 @@ Status read_run(const store::Reader& r, RunInfo& run, StoreText& text) {
 
 Status read_summary(const store::Reader& r, Summary& s) {
   auto q = r.query(
-      "SELECT 0 /* steps: read_steps() */, (SELECT count(*) FROM compilations), "
-      "(SELECT count(*) FROM compilations WHERE reason <> 'first'), (SELECT count(*) FROM explicit_evaluations), "
+      std::string("SELECT 0 /* steps: read_steps() */, (SELECT count(*) FROM compilations WHERE ") + kNotBackward + "), "
+      "(SELECT count(*) FROM compilations WHERE reason <> 'first' AND " + kNotBackward + "), (SELECT count(*) FROM explicit_evaluations), "
       "(SELECT coalesce(sum(dur), 0) FROM compilations), (SELECT coalesce(sum(dur), 0) FROM executions), "
       // counter_series is derived at finalize; a store whose writer was killed has none, so scan counters then.
       "coalesce((SELECT max(max_value) FROM counter_series JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), "
@@ -108,6 +108,59 @@ std::string candidates(const RangeTable& t) {
 double nearest_rank_s(std::vector<int64_t> sorted, double p) {
   if (sorted.empty()) return 0;
   return static_cast<double>(sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())))]) / 1e9;
+}
+
+// Each step's compile_ns: the compilations of its process that overlap it.
+// Per process the compilations are sorted and do not nest, so a step scans
+// only those from the first that may reach it.
+Status compile_in_steps(const store::Reader& r, Report& report) {
+  std::map<int64_t, int64_t> upid_of;  // utid -> upid
+  for (auto q = r.query("SELECT utid, upid FROM threads"); q.next();) upid_of[q.i64(0)] = q.i64(1);
+  struct Span {
+    int64_t ts, end;
+  };
+  std::map<int64_t, std::vector<Span>> by_process;
+  std::map<int64_t, int64_t> longest;
+  auto q = r.query("SELECT utid, ts, dur FROM compilations WHERE dur > 0 ORDER BY ts");
+  while (q.next()) {
+    auto u = upid_of.find(q.i64(0));
+    const int64_t upid = u == upid_of.end() ? 0 : u->second;
+    by_process[upid].push_back({q.i64(1), q.i64(1) + q.i64(2)});
+    longest[upid] = std::max(longest[upid], q.i64(2));
+  }
+  TC_RETURN_IF_ERROR(q.status());
+  for (Step& st : report.steps) {
+    auto u = upid_of.find(st.utid);
+    auto it = by_process.find(u == upid_of.end() ? 0 : u->second);
+    if (it == by_process.end()) continue;
+    const std::vector<Span>& spans = it->second;
+    const int64_t end = st.ts + st.dur, from = st.ts - longest[it->first];
+    auto c = std::lower_bound(spans.begin(), spans.end(), from, [](const Span& s, int64_t t) { return s.ts < t; });
+    for (; c != spans.end() && c->ts < end; ++c) st.compile_ns += std::max<int64_t>(0, std::min(end, c->end) - std::max(st.ts, c->ts));
+    st.compile_ns = std::min(st.compile_ns, st.dur);
+  }
+  return Status::Ok();
+}
+
+// execute_s of a run whose compiler logs no executions (torch.compile, JAX,
+// PyTorch/XLA): its steps less the compiling inside them, or not measured.
+Status execute_from_steps(const store::Reader& r, Report& report) {
+  Summary& s = report.summary;
+  if (!r.has(store::schema::compilations, "framework")) return Status::Ok();
+  // tc's own compiler logs every execution: without one, none ran.
+  auto framework = r.scalar_i64("SELECT EXISTS (SELECT 1 FROM compilations WHERE framework <> 'tc') AND NOT EXISTS (SELECT 1 FROM executions)");
+  if (!framework.ok()) return framework.status();
+  if (*framework == 0) return Status::Ok();
+  if (report.steps.empty()) {
+    s.execute_source.clear();
+    s.execute_unmeasured = "no steps to time it";
+    return Status::Ok();
+  }
+  s.execute_source = "steps";
+  int64_t ns = 0;
+  for (const Step& st : report.steps) ns += st.execute_ns();
+  s.execute_s = static_cast<double>(ns) / 1e9;
+  return Status::Ok();
 }
 
 // The one place the steps come from (Report::steps): mark_step() calls, else
@@ -175,6 +228,8 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
                            candidates(report.ranges));
   }
   s.steps = static_cast<int64_t>(report.steps.size());
+  TC_RETURN_IF_ERROR(compile_in_steps(r, report));
+  TC_RETURN_IF_ERROR(execute_from_steps(r, report));
   std::vector<int64_t> durs;
   for (const Step& step : report.steps) durs.push_back(step.dur);
   std::sort(durs.begin(), durs.end());
@@ -333,7 +388,10 @@ std::string to_json(const Report& report) {
   j.field("step_p50_s", s.step_p50_s).field("step_p99_s", s.step_p99_s);
   j.field("ranges", report.ranges.range_count).field("cut_ranges", report.ranges.cut_count).field("marks", report.ranges.mark_count);
   j.field("compilations", s.compilations).field("recompilations", s.recompilations);
-  j.field("explicit_evaluations", s.explicit_evaluations).field("compile_s", s.compile_s).field("execute_s", s.execute_s);
+  j.field("explicit_evaluations", s.explicit_evaluations).field("compile_s", s.compile_s).key("execute_s");
+  if (s.execute_source.empty()) j.null();
+  else j.value(s.execute_s);
+  j.field("execute_source", s.execute_source.empty() ? "not measured: " + s.execute_unmeasured : s.execute_source);
   j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
   j.field("dropped_events", report.run.dropped_count);
   j.field("top_site", s.top_site).field("top_site_share", s.top_site_share);

@@ -29,9 +29,10 @@ constexpr int64_t kWallClockSlackNs = 100'000'000;
 // Dimensions of a tensor beyond this are no tensor's.
 constexpr int64_t kMaxDims = 64;
 
-// Kinds torch 2.x writes that tc reads nothing from; any other is counted as unknown.
+// Kinds torch 2.x writes (those read and those skipped, docs/frameworks.md); any other is counted as unknown.
 constexpr std::string_view kKnownKinds[] = {
-    "str", "compilation_metrics", "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "chromium_event",
+    "str", "compilation_metrics", "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "compilation_metrics_runtime",
+    "bwd_compilation_metrics_runtime", "chromium_event",
     "artifact", "dynamo_start", "describe_tensor", "describe_storage", "describe_source", "create_symbol", "create_unbacked_symbol",
     "guard_added", "guard_added_fast", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards", "dynamo_error",
     "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_pre_grad_graph",
@@ -75,6 +76,7 @@ struct Metrics {
   double backend_s = 0, codegen_s = 0;
   int64_t ops = 0;
   int64_t cache_hits = 0, cache_misses = 0;
+  bool backward = false;  // AOT autograd's backward graph of compile_id, compiled at its first backward
   std::string reason_line, failure;  // the recompile_reason's first line
   std::vector<DynamicDim> mismatches;  // its size mismatches
 };
@@ -322,9 +324,9 @@ class TorchImporter : public import_common::Importer {
       ++s_.unknown_kinds;
       return;
     }
-    if (kind == "compilation_metrics") {
+    if (kind == "compilation_metrics" || kind == "bwd_compilation_metrics" || kind == "aot_autograd_backward_compilation_metrics") {
       if (!process(r.pid)) return;
-      if (!metrics(r.pid, *body)) ++s_.malformed;
+      if (!metrics(r, *body, kind != "compilation_metrics")) ++s_.malformed;
     } else if (kind == "chromium_event") {
       chromium(r.payload);
     } else if (kind == "artifact") {
@@ -332,13 +334,23 @@ class TorchImporter : public import_common::Importer {
     }
   }
 
-  bool metrics(uint32_t pid, const json::Value& m) {
+  // A compile record; a backward one (bwd_compilation_metrics, or before
+  // torch 2.6 aot_autograd_backward_compilation_metrics around an untimed
+  // bwd_compilation_metrics) is a compilation of its own, joined to its forward by compile_id.
+  bool metrics(const Record& r, const json::Value& m, bool backward) {
     if (m.type != json::Value::kObject) return false;
-    auto id = m.str("compile_id");
+    const uint32_t pid = r.pid;
+    std::optional<std::string> id;
+    if (auto body_id = m.str("compile_id")) id = std::string(*body_id);
+    auto hf = r.header.int64("frame_id"), hc = r.header.int64("frame_compile_id");
+    if (!id && backward && hf && hc) id = std::to_string(*hf) + "/" + std::to_string(*hc);  // its envelope's
     if (!id || id->size() > 64) return false;
+    // torch < 2.6's bwd_compilation_metrics has no times: they are inside its aot_autograd_backward record.
+    if (backward && !m.number("start_time_us") && !m.number("start_time")) return true;
     Metrics x;
-    x.compile_id = std::string(*id);
+    x.compile_id = *id;
     x.pid = pid;
+    x.backward = backward;
     // "F/C", or "!F/C" / "F/C_R" for restarts and compiled autograd: only the plain form is a frame's compilation.
     size_t slash = x.compile_id.find('/');
     if (slash == std::string::npos) return false;
@@ -354,7 +366,9 @@ class TorchImporter : public import_common::Importer {
     else if (auto s = m.number("start_time")) x.start_us = *s * 1e6;
     if (auto d = m.number("duration_us")) x.duration_us = *d;
     else if (auto s = m.number("entire_frame_compile_time_s")) x.duration_us = *s * 1e6;
-    x.backend_s = m.number("backend_compile_time_s").value_or(0);
+    else if (auto e = m.number("elapsed_time")) x.duration_us = *e * 1e6;
+    else return false;
+    x.backend_s = m.number(backward ? "inductor_compile_time_s" : "backend_compile_time_s").value_or(0);
     x.codegen_s = m.number("code_gen_time_s").value_or(0);
     x.ops = m.int64("graph_op_count").value_or(0);
     x.cache_hits = m.int64("inductor_fx_local_cache_hit_count").value_or(0);
@@ -365,6 +379,7 @@ class TorchImporter : public import_common::Importer {
     auto fr = m.str("fail_reason");
     if (ft || fr) x.failure = import_common::bounded(std::string(ft.value_or("failed")) + (fr ? ": " + first_line(*fr) : std::string()));
     if (!valid(x)) return false;
+    if (backward && !backward_keys_.emplace(pid, x.compile_id).second) return true;  // both kinds for one backward: once
     if (!keep(store::schema::compilations, metrics_.size())) return true;
     x.mismatches = size_mismatches(reason);
     if (!x.mismatches.empty() && !keep(store::schema::compilation_inputs, kept_inputs_)) x.mismatches.clear();
@@ -467,13 +482,16 @@ class TorchImporter : public import_common::Importer {
   Status write_rows() override {
     finish_metrics();
     std::map<std::tuple<uint32_t, int64_t, int64_t>, int64_t> graph_of;  // (pid, frame, compile) -> graph id
-    std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;
+    std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;  // forward compilations
+    std::map<std::pair<uint32_t, std::string>, std::string> reason_of;  // (pid, compile id) -> its forward's reason
     int64_t next_graph = t_.first_graph_id;
     for (const Metrics& m : metrics_) {
       if (!room(store::schema::compilations)) continue;
       const int64_t graph = next_graph++;
-      graph_of[{m.pid, m.frame, m.compile}] = graph;
-      metrics_of[{m.pid, m.frame, m.compile}] = &m;
+      if (!m.backward) {
+        graph_of[{m.pid, m.frame, m.compile}] = graph;
+        metrics_of[{m.pid, m.frame, m.compile}] = &m;
+      }
       s_.last_graph_id = graph;
       const int64_t ts = store_ts(m.start_us);
       std::vector<DynamicDim> dims;
@@ -494,7 +512,16 @@ class TorchImporter : public import_common::Importer {
         }
       }
       const bool first = m.compile == 0;
-      const char* reason = first ? "first" : !dims.empty() ? "shape_change" : "structure_change";
+      std::string reason = first ? "first" : !dims.empty() ? "shape_change" : "structure_change";
+      // A backward is compiled for the reason its forward was (one whose forward's record is missing, a cut
+      // trace: 'first', as nothing says what changed); it changes no input of its own.
+      if (m.backward) {
+        auto f = reason_of.find({m.pid, m.compile_id});
+        reason = f != reason_of.end() ? f->second : "first";
+        dims.clear();
+      } else {
+        reason_of[{m.pid, m.compile_id}] = reason;
+      }
       auto frame_loc = location(m.co_name.empty() ? "(unnamed frame)" : m.co_name, m.co_filename, m.co_name, m.co_firstlineno);
       if (!frame_loc.ok()) return frame_loc.status();
       const uint32_t loc = *frame_loc;
@@ -502,10 +529,11 @@ class TorchImporter : public import_common::Importer {
       const bool resume = m.co_name.starts_with("torch_dynamo_resume_in_");
       auto row = t_.writer->row(store::schema::compilations);
       row.null().i64(utid(m.pid)).i64(ts).i64(static_cast<int64_t>(m.duration_us * 1000.0)).i64(graph).i64(step_at(m.pid, ts));
-      row.text("torch.compile " + m.compile_id).text(frame_key).text(reason).text(resume ? "graph_break" : "frame_call").i64(loc);
+      const char* trigger = m.backward ? "backward" : resume ? "graph_break" : "frame_call";
+      row.text("torch.compile " + m.compile_id + (m.backward ? " backward" : "")).text(frame_key).text(reason).text(trigger).i64(loc);
       row.i64(m.ops).i64(m.ops).i64(0).i64(0).i64(static_cast<int64_t>(m.codegen_s * 1e9)).i64(static_cast<int64_t>(m.backend_s * 1e9));
       row.text(m.cache_hits > 0 && m.cache_misses == 0 ? "disk_hit" : "built");
-      if (std::string(reason) == "structure_change" && !m.reason_line.empty()) row.text(m.reason_line); else row.null();
+      if (reason == "structure_change" && !m.reason_line.empty()) row.text(m.reason_line); else row.null();
       row.null();  // source_path
       row.text("torch.compile").text(m.compile_id);
       if (m.failure.empty()) row.null(); else row.text(m.failure);
@@ -538,6 +566,7 @@ class TorchImporter : public import_common::Importer {
   std::map<std::string, std::vector<DynamicDim>> dynamic_;  // compile id -> its automatic_dynamic changes
   std::vector<GraphBreak> breaks_;
   std::set<std::tuple<uint32_t, int64_t, int64_t, int64_t, std::string>> break_keys_;  // (pid, frame, compile, line, file)
+  std::set<std::pair<uint32_t, std::string>> backward_keys_;  // (pid, compile id) of the backward compilations kept
   size_t kept_inputs_ = 0;  // compilation_inputs held: mismatches and automatic_dynamic changes
 };
 

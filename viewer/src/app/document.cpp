@@ -274,7 +274,7 @@ std::string format_bytes(double b) {
 
 std::string format_time(const Timeline& tl, int64_t ts) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ts - tl.start_ts) / 1e9);
+  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ts - tl.origin_ts) / 1e9);
   return buf;
 }
 

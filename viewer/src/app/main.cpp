@@ -288,8 +288,8 @@ int run_screenshot(App& app, const ScreenshotArgs& a, Clock::time_point start) {
     return static_cast<int>(s.code());
   }
   if (const Timeline* tl = doc.timeline()) {
-    std::printf("view_s: %.6f .. %.6f (seconds since the start)\n", static_cast<double>(doc.view.t0 - tl->start_ts) / 1e9,
-                static_cast<double>(doc.view.t1 - tl->start_ts) / 1e9);
+    std::printf("view_s: %.6f .. %.6f (seconds since the start)\n", static_cast<double>(doc.view.t0 - tl->origin_ts) / 1e9,
+                static_cast<double>(doc.view.t1 - tl->origin_ts) / 1e9);
   }
   std::printf("screenshot: %s (%dx%d)\n", a.out.c_str(), a.width, a.height);
   return exit_code;

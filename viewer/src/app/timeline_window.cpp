@@ -50,12 +50,12 @@ Interaction g_ui;  // one timeline per process
 void draw_ruler(ImDrawList* dl, const Timeline& tl, const ViewWindow& w, ImVec2 origin) {
   dl->AddRectFilled(origin, ImVec2(origin.x + w.width_px, origin.y + kRulerHeight), col(palette::kLaneHeader));
   int64_t step = tick_step(1.0 / w.px_per_ns());
-  int64_t first = tl.start_ts + ((w.t0 - tl.start_ts) / step) * step;
+  int64_t first = tl.origin_ts + ((w.t0 - tl.origin_ts) / step) * step;
   if (first < w.t0) first += step;
   for (int64_t t = first; t < w.t1; t += step) {
     float x = origin.x + w.x_of(t);
     dl->AddLine(ImVec2(x, origin.y + kRulerHeight - 6), ImVec2(x, origin.y + kRulerHeight), IM_COL32(200, 200, 200, 255));
-    std::string label = t < tl.start_ts ? "-" + format_duration(tl.start_ts - t) : format_duration(t - tl.start_ts);
+    std::string label = t < tl.origin_ts ? "-" + format_duration(tl.origin_ts - t) : format_duration(t - tl.origin_ts);
     dl->AddText(ImVec2(x + 3, origin.y + 3), IM_COL32(210, 210, 210, 255), label.c_str());
   }
 }

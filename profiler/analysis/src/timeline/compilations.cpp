@@ -51,13 +51,15 @@ palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
 
 std::string label(const Timeline& tl, const Track& t, uint32_t i) {
   const Compilation& c = tl.compilations[t.ref[i]];
-  return "compile g" + std::to_string(c.graph_id) + " " + c.reason_text;
+  // torch.compile's backward graph, compiled at the first backward(): said, so that its time is no unnamed gap.
+  return "compile g" + std::to_string(c.graph_id) + " " + (c.trigger == "backward" ? "backward" : c.reason_text);
 }
 
 void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& card) {
   const Compilation& c = tl.compilations[t.ref[i]];
   bool re = c.reason != CompileReason::kFirst;
-  card.text("%s of graph %lld", re ? "Recompilation" : "Compilation", static_cast<long long>(c.graph_id));
+  card.text("%s%s of graph %lld", c.trigger == "backward" ? "Backward: " : "", re ? "Recompilation" : "Compilation",
+            static_cast<long long>(c.graph_id));
   card.text("reason: %s   trigger: %s", c.reason_text.c_str(), c.trigger.c_str());
   for (const InputChange& in : c.inputs) {
     card.coloured(1, 0.45f, 0.4f, "input %s, dim %lld: %lld -> %lld", in.input.c_str(), static_cast<long long>(in.dim),

@@ -255,6 +255,7 @@ void Merge::extent() {
   for (const OutOfMemory& o : m.out_of_memory) lo = std::min(lo, o.ts), hi = std::max(hi, o.ts + 1);
   if (lo > hi) lo = 0, hi = 1;
   m.start_ts = lo;
+  m.origin_ts = lo;
   m.end_ts = std::max(hi, lo + 1);
 }
 

@@ -221,6 +221,8 @@ StatusOr<Timeline> load_timeline(const store::Reader& reader, const LoadOptions&
   if (ld.max_end <= ld.min_ts) ld.max_end = ld.min_ts + 1;
   tl.start_ts = ld.min_ts;
   tl.end_ts = ld.max_end;
+  auto run_start = reader.scalar_i64("SELECT coalesce((SELECT start_ts FROM run WHERE id = 1), " + std::to_string(tl.start_ts) + ")");
+  tl.origin_ts = run_start.ok() ? std::min(*run_start, tl.start_ts) : tl.start_ts;
   detail::assemble_lanes(ld);
   std::erase_if(tl.lanes, [](const Lane& l) { return l.tracks.empty(); });
   for (Lane& lane : tl.lanes) lane.tracks.shrink_to_fit();  // one lane may hold a track per depth

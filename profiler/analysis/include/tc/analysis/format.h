@@ -15,6 +15,9 @@ std::string format_bytes(double bytes);
 // A count or threshold as people write it: "14031700", not "1.40317e+07";
 // "0.25" for a value that is not a whole number.
 std::string format_number(double v);
+// A count with its noun in the right number: counted(1, "compilation",
+// "compilations") is "1 compilation", counted(3, ...) "3 compilations".
+std::string counted(int64_t n, std::string_view one, std::string_view many);
 // One number through a printf format: format_double("%.0f%%", 12.4) is "12%".
 std::string format_double(const char* printf_format, double v);
 

@@ -16,7 +16,9 @@
 // A location whose file is 'nvtx' is an NVTX site: its name is the message
 // and its function the domain ('' for NVTX's default domain). Every other
 // location is tc's own, with domain ''. Stores before schema v3 have no NVTX
-// tables; they give tc's ranges and instants only. Never throws.
+// tables; they give tc's ranges and instants only. The marks of tc's Python
+// hook (kHookMarks: its steps) are tc's instrumentation, not the program's,
+// and are left out. Never throws.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,9 @@
 #include "tc/store/status.h"
 
 namespace tc::analysis {
+
+// The NVTX marks tc's Python hook makes (tc/collect/collector.h's kStepMark, kStepsStartMark).
+inline constexpr const char* kHookMarks[] = {"tc.optimizer_step", "tc.optimizer_steps_start"};
 
 // Statistics of one (name, domain, kind). Times are integer nanoseconds over
 // the ranges that ended; cut ones count in `count` and `cut` only.

@@ -68,6 +68,11 @@ struct Summary {
   int64_t recompilations = 0;        // compilations whose reason is not 'first'
   int64_t explicit_evaluations = 0;
   double compile_s = 0, execute_s = 0;
+  // How execute_s was measured: "executions" (tc's graph executions), "steps"
+  // (a framework's compiler logs none: its steps' time less the compiling
+  // inside them) or "" when it was not: execute_s is then 0 and means
+  // nothing, and execute_unmeasured says why in one phrase.
+  std::string execute_source = "executions", execute_unmeasured;
   int64_t peak_bytes = 0;            // highest memory.live_bytes sample, or planned peak
   int64_t capacity_bytes = 0;        // device capacity (0 if unknown)
   // The user's source line whose kernels took most of the execute time
@@ -97,6 +102,8 @@ struct KernelTotal {
 struct Step {
   int64_t index = 0;  // mark_step(): its step column; from a range: 0, 1, 2, ... by ts
   int64_t utid = 0, ts = 0, dur = 0;
+  int64_t compile_ns = 0;  // compiling of its process inside [ts, ts + dur]
+  int64_t execute_ns() const { return dur > compile_ns ? dur - compile_ns : 0; }
 };
 
 struct Report {

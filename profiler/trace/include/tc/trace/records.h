@@ -290,7 +290,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Text, signature, "structural hash of the graph: ops, attributes, dtypes, shapes (hex)")                                \
   F(Text, shape_erased, "the same hash without shapes (hex): equal for graphs that differ only in shapes")                 \
   F(Text, reason, "'first' (no graph of this structure before), 'shape_change' or 'structure_change'")                     \
-  F(Text, trigger, "what cut the graph: 'mark_step', 'explicit_evaluation' or 'collective' (tc::dist::broadcast; an all-reduce is an op inside the graph)")                                              \
+  F(Text, trigger, "what cut the graph: 'mark_step', 'explicit_evaluation' or 'collective' (tc::dist::broadcast; an all-reduce is an op inside the graph); torch.compile: 'frame_call', 'graph_break' (a resume function) or 'backward' (the frame's backward graph, compiled at its first backward: part of the compilation `frame` names, not one more)")                                              \
   F(Loc, loc_id, "the user's call site that cut the graph (locations.id)")                                                 \
   F(Int, nodes_before, "IR nodes before the passes")                                                                       \
   F(Int, nodes_after, "IR nodes after the passes")                                                                         \

@@ -210,6 +210,9 @@ struct Timeline {
   std::vector<std::string> paths;    // the stores it was read from (one, or a job's)
   uint64_t load_id = 0;              // unique per load_timeline call in this process: tells two loads apart
   int64_t start_ts = 0, end_ts = 0;  // what the view shows when zoomed out
+  // Times are shown from here: one store's run.start_ts, as tc-analyze shows
+  // them (a Python program's first event comes seconds later); a job's start_ts.
+  int64_t origin_ts = 0;
   std::vector<Location> locations;   // by loc_id (empty entries for unknown ids)
   std::vector<Lane> lanes;
   std::vector<Step> steps;
