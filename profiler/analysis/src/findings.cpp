@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "graph_breaks.h"
 #include "json.h"
 #include "tc/analysis/kernels.h"
 #include "tc/analysis/format.h"
@@ -306,58 +307,22 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
 
 // ---------------------------------------------------------------- explicit_evaluation
 
-// A torch.compile graph break: logged once per compilation of its frame, not
-// per step (the trace has no run times), so its cost is the graphs it split
-// the frame into and their compile time.
-void graph_break(const store::Reader& r, Report& report, StoreText& text, const store::Query& q) {
-  std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
-  std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
-  std::string function = q.is_null(3) ? std::string() : text(q.text(3));
-  std::string kinds = text(q.text(4));
-  std::string reason = q.is_null(10) ? std::string() : text(q.text(10));
-  int64_t compilations = q.i64(5);
-  // The frames torch.compile resumes in after the break ("torch_dynamo_resume_in_loss_of_at_122"): their compilations.
-  auto resume = r.query("SELECT count(*), coalesce(sum(dur), 0) FROM compilations WHERE framework = 'torch.compile' AND trigger = 'graph_break' "
-                        "AND loc_id IN (SELECT id FROM locations WHERE line = " + std::to_string(q.i64(2)) + ")");
-  int64_t resumed = 0;
-  double resume_s = 0;
-  if (resume.next()) {
-    resumed = resume.i64(0);
-    resume_s = static_cast<double>(resume.i64(1)) / 1e9;
-  }
-  Finding f;
-  f.kind = "explicit_evaluation";
-  f.identity = kinds + " at " + where;
-  f.severity = Severity::kWarning;
-  f.title = "Graph break at " + short_where + (reason.empty() ? "" : " (" + reason + ")") + ": torch.compile splits " +
-            (function.empty() ? std::string("the frame") : function) + " there, in each of its " + std::to_string(compilations) +
-            (compilations == 1 ? " compilation" : " compilations") + "; the part after it runs as another graph";
-  std::string fix = kinds == "item" ? "Return the tensor from the compiled function and call .item() after it returns (or every N steps), or let "
-                                      "torch.compile capture it (torch._dynamo.config.capture_scalar_outputs = True)"
-                                    : "Move the " + kinds + " at " + where + " out of the compiled function, or run it every N steps";
-  f.suggestion = fix + ": one graph per step instead of two, and no resume frame to compile (" + std::to_string(resumed) + " compiled, " +
-                 format_seconds(resume_s) + ").";
-  f.estimated_saving_s = resume_s;
-  Json j;
-  j.begin_object().field("call_site", where).field("function", function).field("kind", kinds).field("framework", "torch.compile");
-  j.field("reason", reason).field("compilations", compilations).field("steps", report.summary.steps);
-  j.field("resume_compilations", resumed).field("resume_compile_s", resume_s).end_object();
-  add(report, std::move(f), j, q.i64(7));
-}
-
 Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
   int64_t steps = std::max<int64_t>(report.summary.steps, 1);
   int64_t step_ns = 0;
   for (const Step& s : report.steps) step_ns += s.dur;
   double step_s = report.steps.empty() ? 0 : static_cast<double>(step_ns / static_cast<int64_t>(report.steps.size())) / 1e9;
   const bool v4 = r.has(store::schema::explicit_evaluations, "framework");
+  const bool v6 = r.has(store::schema::explicit_evaluations, "code");
   auto q = r.query(
       "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step), " +
-      std::string(v4 ? "max(e.framework), max(e.reason)" : "'tc', NULL") +
+      std::string(v4 ? "max(e.framework), max(e.reason)" : "'tc', NULL") + std::string(v6 ? ", group_concat(DISTINCT e.code), group_concat(DISTINCT e.broke_at)" : ", NULL, NULL") +
       " FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
   while (q.next()) {
     if (text(q.text(9)) == "torch.compile") {
-      graph_break(r, report, text, q);
+      auto opt = [&](int c) { return q.is_null(c) ? std::string() : text(q.text(c)); };
+      graph_break_finding(r, report, {.file = opt(1), .function = opt(3), .kinds = opt(4), .reason = opt(10), .codes = opt(11), .broke_at = opt(12),
+                                      .line = q.i64(2), .compilations = q.i64(5), .first_ts = q.i64(7)});
       continue;
     }
     std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
