@@ -307,6 +307,49 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
 
 // ---------------------------------------------------------------- explicit_evaluation
 
+// JAX and PyTorch/XLA dispatch asynchronously: a read-back waits for the
+// device to finish what the step queued, and that computation runs with or
+// without the read. What the read costs is the host work it kept from
+// overlapping the computation: per read, the host's time from the read's end
+// to the end of its step (the next step's dispatch), at most the wait. A read
+// outside every step is credited nothing.
+double async_overlap_s(const store::Reader& r, int64_t loc, const std::vector<Step>& steps) {
+  double s = 0;
+  for (auto q = r.query("SELECT ts, dur FROM explicit_evaluations WHERE loc_id = " + std::to_string(loc)); q.next();) {
+    const int64_t ts = q.i64(0), wait = q.i64(1);
+    auto after = std::upper_bound(steps.begin(), steps.end(), ts, [](int64_t t, const Step& st) { return t < st.ts; });
+    if (after == steps.begin()) continue;
+    const Step& st = *std::prev(after);
+    if (ts >= st.ts + st.dur) continue;
+    s += static_cast<double>(std::min(wait, std::max<int64_t>(0, st.ts + st.dur - (ts + wait)))) / 1e9;
+  }
+  return s;
+}
+
+// The title and fix of a JAX or PyTorch/XLA read-back, credited with `saving_s` (async_overlap_s).
+void async_read_back(Finding& f, const std::string& framework, const std::string& what, const std::string& where, int64_t count, int64_t steps_hit,
+                     double per_step, double total_s, double saving_s, int64_t every) {
+  const std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
+  const std::string times = std::to_string(count) + (count == 1 ? " time" : " times") + " in " + std::to_string(steps_hit) +
+                            (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
+  const std::string how = ": " + framework + " runs the step asynchronously, so the wait is the step's own computation, which runs anyway; " +
+                          "removing the read saves only the host work it kept from overlapping that computation (per read, the time from its end " +
+                          "to the next step's dispatch, at most the wait)";
+  const std::string every_text = ", or read it every " + std::to_string(every) + " steps (est. " +
+                                 format_seconds(saving_s * (1.0 - 1.0 / static_cast<double>(every))) + " saved).";
+  if (framework == "PyTorch/XLA") {
+    f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + times;
+    f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
+                   " (est. " + format_seconds(saving_s) + " saved" + how + ")" + every_text;
+  } else {
+    // Nothing is cut: reading a value waits for the computation.
+    f.title = what + " at " + short_where + " waited for the device " + times;
+    f.suggestion = "Keep the value on the device and read it after the loop, instead of the " + what + " at " + where + " (est. " +
+                   format_seconds(saving_s) + " saved" + how + ")" + every_text;
+  }
+  f.estimated_saving_s = saving_s;
+}
+
 Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
   int64_t steps = std::max<int64_t>(report.summary.steps, 1);
   int64_t step_ns = 0;
@@ -328,9 +371,11 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
     std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
     std::string kinds = text(q.text(4));
     int64_t count = q.i64(5);
+    const std::string framework = text(q.text(9));
+    const bool async = framework == "jax" || framework == "torch_xla";
     // JAX: a value read once (the last loss after the loop) waits for the work queued before it, which is no cost of the read.
     // PyTorch/XLA: one read after the loop is how the fix reads the losses.
-    if ((text(q.text(9)) == "jax" || text(q.text(9)) == "torch_xla") && count == 1) continue;
+    if (async && count == 1) continue;
     double total_s = static_cast<double>(q.i64(6)) / 1e9;
     int64_t steps_hit = q.i64(8);
     double per_step = total_s / static_cast<double>(steps);
@@ -350,30 +395,17 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
               std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
     f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + format_seconds(total_s) +
                    " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
-    if (text(q.text(9)) == "torch_xla") {
-      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
-      f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + std::to_string(count) + " times in " +
-                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
-                format_seconds(total_s) + " in all";
-      f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
-                     " (est. " + format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
-                     format_seconds(log_every_saving) + " saved).";
-    }
-    if (text(q.text(9)) == "jax") {
-      // JAX dispatches asynchronously: reading a value waits for the computation; nothing is cut.
-      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
-      f.title = what + " at " + short_where + " waited for the device " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
-                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
-                format_seconds(total_s) + " in all";
-      f.suggestion = "Keep the value on the device and read it after the loop, instead of the " + what + " at " + where + " (est. " +
-                     format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
-                     format_seconds(log_every_saving) + " saved).";
-    }
     f.estimated_saving_s = total_s;
+    if (async) {
+      async_read_back(f, framework == "jax" ? "JAX" : "PyTorch/XLA", q.is_null(10) ? kinds + "()" : text(q.text(10)), where, count, steps_hit,
+                      per_step, total_s, q.is_null(0) ? 0.0 : async_overlap_s(r, q.i64(0), report.steps), every);
+      log_every_saving = f.estimated_saving_s * (1.0 - 1.0 / static_cast<double>(every));
+    }
     Json j;
     j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
     j.field("kind", kinds).field("count", count).field("steps", steps_hit).field("graph_cuts", count);
     j.field("total_s", total_s).field("per_step_s", per_step).field("log_every", every).field("log_every_saving_s", log_every_saving);
+    if (async) j.field("overlap_s", f.estimated_saving_s);
     j.end_object();
     add(report, std::move(f), j, q.i64(7));
   }
