@@ -1109,4 +1109,24 @@ TEST(Findings, AsyncReadBackIsCreditedWithTheOverlapOnly) {
   }
 }
 
+// No saving exceeds the run: 5 item() calls of 100 ms recorded in a run whose
+// wall time is 100 ms (its end came early) are credited 100 ms, and say so.
+TEST(Findings, NoSavingExceedsTheRun) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.location(1, "item", "/src/train.cpp", 12);
+  for (int k = 0; k < 5; ++k) {
+    b.step(k, k * 100 * kMs, 100 * kMs);
+    b.explicit_eval(k, k * 100 * kMs, 100 * kMs, "item", 1);
+  }
+  b.run(100 * kMs);
+  ta::Report r = b.finish();
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.findings[0].estimated_saving_s, 0.1);
+  EXPECT_NE(r.findings[0].evidence_json.find("\"saving_capped_at_wall_s\":true}"), std::string::npos) << r.findings[0].evidence_json;
+  EXPECT_NE(r.findings[0].suggestion.find("(The estimate, 500.0 ms, exceeds the run's 100.0 ms: counted as 100.0 ms.)"), std::string::npos)
+      << r.findings[0].suggestion;
+  EXPECT_DOUBLE_EQ(r.total_saving_s, 0.1);
+}
+
 }  // namespace

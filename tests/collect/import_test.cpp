@@ -239,6 +239,41 @@ TEST(TorchTraceFindings, GraphBreakRemediesByKind) {
   }
 }
 
+// Savings that add up (dynamic padding: token_ids dim 0 and targets dim 0 shrank
+// together in 0/2, which also made them and token_ids dim 1 dynamic): one
+// shape_change finding for the batch's dim 0, marking a dim dynamic is an
+// alternative to padding it, the dynamic_marked findings of one compilation
+// share their saving, and the total counts each of those once.
+TEST(TorchTraceFindings, SavingsAddUp) {
+  Scratch s;
+  tc::analysis::Report rep = analyze_fixture(s, "torch-2.15.0-dynamic-padding");
+  std::map<std::string, const tc::analysis::Finding*> shape, dynamic;
+  double sum = 0;
+  for (const auto& f : rep.findings) {
+    sum += f.estimated_saving_s;
+    EXPECT_LE(f.estimated_saving_s, rep.run.wall_s) << f.kind << " " << f.identity;
+    if (f.kind == "recompilation.shape_change") shape[f.identity.substr(0, f.identity.find(':'))] = &f;
+    if (f.kind == "recompilation.dynamic_marked") dynamic[f.identity] = &f;
+  }
+  ASSERT_EQ(shape.size(), 2u) << "token_ids dim 1, and dim 0 of the batch (token_ids and targets) once";
+  const auto& batch = *shape.at("token_ids dim 0");
+  EXPECT_NE(batch.evidence_json.find(R"("tied":["targets dim 0"])"), std::string::npos) << batch.evidence_json;
+  EXPECT_NE(batch.title.find("token_ids dim 0 and targets dim 0 took 2 values"), std::string::npos) << batch.title;
+  ASSERT_EQ(dynamic.size(), 3u);
+  const auto& d0 = *dynamic.at("token_ids dim 0");
+  EXPECT_NE(d0.evidence_json.find(R"("alternative_to":[{"kind":"recompilation.shape_change","identity":"token_ids dim 0: 4 8"}])"), std::string::npos)
+      << d0.evidence_json;
+  EXPECT_NE(dynamic.at("targets dim 0")->evidence_json.find(R"("identity":"token_ids dim 0: 4 8")"), std::string::npos)
+      << "targets dim 0 is padded with token_ids dim 0: " << dynamic.at("targets dim 0")->evidence_json;
+  EXPECT_NE(d0.evidence_json.find(R"("same_saving_as":[{"kind":"recompilation.dynamic_marked","identity":"targets dim 0"}])"), std::string::npos)
+      << d0.evidence_json;
+  EXPECT_NE(batch.evidence_json.find(R"("alternative_to":[)"), std::string::npos) << batch.evidence_json;
+  EXPECT_NE(d0.suggestion.find("alternative to the recompilation.shape_change finding (token_ids dim 0: 4 8)"), std::string::npos) << d0.suggestion;
+  EXPECT_GT(rep.total_saving_s, 0);
+  EXPECT_LT(rep.total_saving_s, sum - 1e-9) << "alternatives and shared seconds counted once";
+  EXPECT_LE(rep.total_saving_s, rep.run.wall_s);
+}
+
 TEST(ImportJson, StrictAndBounded) {
   using tc::import::json::parse;
   EXPECT_TRUE(parse(R"({"a": [1, 2.5, "x\u00e9", null, true], "b": {"c": -3}})"));

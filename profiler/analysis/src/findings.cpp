@@ -29,6 +29,16 @@ void add(Report& report, Finding f, const Json& evidence, std::optional<int64_t>
   report.findings.push_back(std::move(f));
 }
 
+// Adds `"key": raw` (serialized JSON) to the finding's evidence object.
+void add_evidence(Finding& f, const std::string& key, const std::string& raw) {
+  std::string& e = f.evidence_json;
+  if (e.size() < 2 || e.back() != '}') return;
+  Json k;
+  k.begin_object().key(key);
+  std::string field = k.str().substr(1) + raw;  // "\"key\":" and the value
+  e.insert(e.size() - 1, (e.size() > 2 ? "," : "") + field);
+}
+
 // The median of durations in ns, in seconds (0 for none).
 double median_s(std::vector<int64_t> v) {
   if (v.empty()) return 0.0;
@@ -99,6 +109,7 @@ struct ShapeRun {
   std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
   std::map<InputKey, int64_t> first_old;  // value before the first change
   std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  std::map<InputKey, int64_t> first_seen;  // the order of its first compilation_inputs row
 };
 
 void read_shape_run(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
@@ -125,6 +136,7 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
     run.values[key][q.i64(0)] = q.i64(4);
     run.first_old.try_emplace(key, q.i64(3));
+    run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
     if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
   }
 }
@@ -230,10 +242,27 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   return j.str();
 }
 
-Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
+// Dims that changed together (one batch's dim 0 across its inputs, tied
+// sequence lengths): the same process, size before and sizes in the same
+// compilations. The first one logged speaks for the others.
+std::map<InputKey, std::vector<InputKey>> tied_dims(const ShapeRun& run) {
+  std::map<std::tuple<int64_t, int64_t, std::map<int64_t, int64_t>>, std::vector<InputKey>> by_change;
+  for (const auto& [key, by_graph] : run.values) by_change[{std::get<0>(key), run.first_old.at(key), by_graph}].push_back(key);
+  std::map<InputKey, std::vector<InputKey>> tied;
+  for (auto& [change, keys] : by_change) {
+    std::sort(keys.begin(), keys.end(), [&](const InputKey& a, const InputKey& b) { return run.first_seen.at(a) < run.first_seen.at(b); });
+    tied[keys.front()] = std::vector<InputKey>(keys.begin() + 1, keys.end());
+  }
+  return tied;
+}
+
+std::string dim_name_of(const InputKey& key) { return std::get<1>(key) + " dim " + std::to_string(std::get<2>(key)); }
+
+Status shape_change(const store::Reader& r, Report& report, StoreText& text, std::map<std::string, std::string>& shape_of_dim) {
   ShapeRun run;
   read_shape_run(r, report, text, run);
-  for (auto& [key, by_graph] : run.values) {
+  for (const auto& [key, others] : tied_dims(run)) {
+    const std::map<int64_t, int64_t>& by_graph = run.values.at(key);
     std::vector<DimValue> observed = observed_values(run, key, by_graph);
     if (observed.size() < 2) continue;
     ShapePlan plan = plan_for(observed);
@@ -249,11 +278,16 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
       changes += d.compilations;
       compile_s += d.compile_s;
     }
-    const std::string dim_name = input + " dim " + std::to_string(dim);
+    std::string dim_name = dim_name_of(key);
     Finding f;
     f.kind = "recompilation.shape_change";
     f.identity = dim_name + ":";
     for (const auto& d : observed) f.identity += " " + std::to_string(d.value);
+    shape_of_dim[dim_name] = f.identity;
+    for (size_t i = 0; i < others.size(); ++i) {
+      shape_of_dim[dim_name_of(others[i])] = f.identity;
+      dim_name += (i + 1 == others.size() ? " and " : ", ") + dim_name_of(others[i]);
+    }
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
     f.title = dim_name + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." + std::to_string(hi) +
               "): " + std::to_string(changes) + " compilations, " + format_seconds(compile_s) + " compiling";
@@ -270,6 +304,13 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
     f.evidence_json = shape_evidence(key, pid != run.pid_of.end() ? std::optional(pid->second) : std::nullopt,
                                      dyn != run.dynamic_at.end() ? std::optional(dyn->second) : std::nullopt, observed, changes, compile_s, plan,
                                      short_last_batch);
+    if (!others.empty()) {
+      Json tied;
+      tied.begin_array();
+      for (const InputKey& o : others) tied.value(dim_name_of(o));
+      tied.end_array();
+      add_evidence(f, "tied", tied.str());
+    }
     report.findings.push_back(std::move(f));
   }
   return Status::Ok();
@@ -752,10 +793,82 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------- savings that add up
+
+// Findings whose savings are the same seconds: a recompilation.dynamic_marked
+// and the recompilation.shape_change of its dim are alternatives (mark it
+// dynamic, or pad it), and dynamic_marked findings of one compilation claim
+// the same static compilations. Each is marked in its evidence
+// (`alternative_to`, `same_saving_as`: the others' kind and identity), no
+// saving exceeds the run's wall time, and Report::total_saving_s counts each
+// group once (its largest saving).
+void add_up_savings(Report& report, const std::map<std::string, std::string>& shape_of_dim) {
+  std::vector<size_t> group(report.findings.size());
+  for (size_t i = 0; i < group.size(); ++i) group[i] = i;
+  auto root = [&](size_t i) {
+    while (group[i] != i) i = group[i] = group[group[i]];
+    return i;
+  };
+  std::map<size_t, std::vector<size_t>> alternatives, shared;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < report.findings.size(); ++i) index[{report.findings[i].kind, report.findings[i].identity}] = i;
+  std::map<int64_t, std::vector<size_t>> dynamic_by_compile;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    const Finding& f = report.findings[i];
+    if (f.kind != "recompilation.dynamic_marked") continue;
+    if (!f.anchors_ts.empty()) dynamic_by_compile[f.anchors_ts.front()].push_back(i);
+    auto shape = shape_of_dim.find(f.identity);
+    if (shape == shape_of_dim.end()) continue;
+    auto other = index.find({"recompilation.shape_change", shape->second});
+    if (other == index.end()) continue;
+    alternatives[i].push_back(other->second);
+    alternatives[other->second].push_back(i);
+    group[root(i)] = root(other->second);
+  }
+  for (const auto& [ts, list] : dynamic_by_compile) {
+    for (size_t a : list)
+      for (size_t b : list)
+        if (a != b) shared[a].push_back(b);
+    for (size_t b : list) group[root(b)] = root(list.front());
+  }
+  auto name = [&](const std::map<size_t, std::vector<size_t>>& links, size_t i, const std::string& key) {
+    auto it = links.find(i);
+    if (it == links.end()) return;
+    Json j;
+    j.begin_array();
+    for (size_t o : it->second) j.begin_object().field("kind", report.findings[o].kind).field("identity", report.findings[o].identity).end_object();
+    j.end_array();
+    add_evidence(report.findings[i], key, j.str());
+  };
+  const double wall = report.run.wall_s;
+  std::map<size_t, double> best;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    Finding& f = report.findings[i];
+    name(alternatives, i, "alternative_to");
+    name(shared, i, "same_saving_as");
+    if (alternatives.contains(i)) {
+      const Finding& o = report.findings[alternatives.at(i).front()];
+      f.suggestion += " This is an alternative to the " + o.kind + " finding (" + o.identity + "): their savings do not add up.";
+    }
+    if (wall > 0 && f.estimated_saving_s > wall) {
+      f.suggestion += " (The estimate, " + format_seconds(f.estimated_saving_s) + ", exceeds the run's " + format_seconds(wall) + ": counted as " +
+                      format_seconds(wall) + ".)";
+      f.estimated_saving_s = wall;
+      add_evidence(f, "saving_capped_at_wall_s", "true");
+    }
+    double& b = best[root(i)];
+    b = std::max(b, f.estimated_saving_s);
+  }
+  report.total_saving_s = 0;
+  for (const auto& [g, s] : best) report.total_saving_s += s;
+  if (wall > 0) report.total_saving_s = std::min(report.total_saving_s, wall);
+}
+
 }  // namespace
 
 Status add_findings(const store::Reader& store, Report& report, const Options& options, StoreText& text) {
-  TC_RETURN_IF_ERROR(shape_change(store, report, text));
+  std::map<std::string, std::string> shape_of_dim;  // "input dim d" -> its recompilation.shape_change's identity
+  TC_RETURN_IF_ERROR(shape_change(store, report, text, shape_of_dim));
   TC_RETURN_IF_ERROR(structure_change(store, report, text));
   TC_RETURN_IF_ERROR(limit_reached(store, report, text));
   TC_RETURN_IF_ERROR(dynamic_marked(store, report, text));
@@ -763,6 +876,7 @@ Status add_findings(const store::Reader& store, Report& report, const Options& o
   TC_RETURN_IF_ERROR(memory(store, report, options));
   TC_RETURN_IF_ERROR(amortization(store, report));
   TC_RETURN_IF_ERROR(kernel_hotspot(store, report));
+  add_up_savings(report, shape_of_dim);
   return Status::Ok();
 }
 
