@@ -249,7 +249,12 @@ void print_findings(const Report& r, const Style& st, const std::string& prefix)
 void print_suggestions(const Report& r) {
   int n = 0;
   for (const auto& f : r.findings) print_suggestion(n, f, "");
-  if (n == 0) std::printf("nothing to change\n");
+  if (n == 0) {
+    std::printf("nothing to change\n");
+  } else if (n > 1 && r.total_saving_s > 0) {
+    std::printf("\ntogether: est. %s%s (alternatives, and savings of the same seconds, counted once)\n", secs(r.total_saving_s).c_str(),
+                r.run.wall_s > 0 ? (" of the run's " + secs(r.run.wall_s)).c_str() : "");
+  }
 }
 
 Status print_compilations(const store::Reader& reader, int64_t t0) {

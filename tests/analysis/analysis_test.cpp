@@ -72,6 +72,10 @@ class StoreBuilder {
   void explicit_eval(int64_t step, int64_t ts, int64_t dur, const std::string& kind, int64_t loc) {
     ok(w_->row(schema::explicit_evaluations).null().i64(1).i64(ts).i64(dur).i64(step).text(kind).i64(loc).i64(12).i64(0).insert());
   }
+  // A JAX or PyTorch/XLA read-back (`framework`), as their importers write it.
+  void framework_eval(int64_t step, int64_t ts, int64_t dur, int64_t loc, const std::string& framework, const std::string& what) {
+    ok(w_->row(schema::explicit_evaluations).null().i64(1).i64(ts).i64(dur).i64(step).text("item").i64(loc).i64(0).i64(0).text(framework).text(what).insert());
+  }
   void memory_plan(int64_t graph, int64_t peak, int64_t batch_bytes, int64_t batch, int64_t capacity) {
     auto r = w_->row(schema::memory_plans);
     r.null().i64(1).i64(graph).i64(peak).i64(peak - batch_bytes).i64(0).i64(0).i64(batch_bytes).i64(0).i64(0).i64(batch_bytes).i64(batch).i64(capacity);
@@ -1088,6 +1092,60 @@ TEST(Report, MarkStepStepsWinOverAStepRange) {
   EXPECT_EQ(r.summary.step_source, "mark_step");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0], "tc-analyze --step-range 'train_step' is not used: the run recorded 3 tc::mark_step() steps, and those are its steps");
+}
+
+// JAX and PyTorch/XLA dispatch asynchronously: a read-back's wait is the
+// step's own computation. It is credited with the host work it kept from
+// overlapping that computation (from its end to the next dispatch), at most
+// the wait: here 10 steps of 100 ms, each read at 1 ms waiting 90 ms (9 ms of
+// host work after it: 90 ms in all), and a second read of 5 ms with 94 ms
+// after it (all of its 50 ms).
+TEST(Findings, AsyncReadBackIsCreditedWithTheOverlapOnly) {
+  for (const std::string framework : {"jax", "torch_xla"}) {
+    TempDir dir;
+    StoreBuilder b(dir.file("run.tcdb"));
+    b.location(1, "float()", "/src/train.py", 40);
+    b.location(2, "float()", "/src/train.py", 50);
+    for (int k = 0; k < 10; ++k) {
+      b.step(k, k * 100 * kMs, 100 * kMs);
+      b.framework_eval(k, k * 100 * kMs + kMs, 90 * kMs, 1, framework, "float()");
+      b.framework_eval(k + 10, (k + 10) * 100 * kMs + kMs, 5 * kMs, 2, framework, "float()");
+      b.step(k + 10, (k + 10) * 100 * kMs, 100 * kMs);
+    }
+    b.run(2000 * kMs);
+    ta::Report r = b.finish();
+    std::map<std::string, const ta::Finding*> by;
+    for (const ta::Finding& f : r.findings)
+      if (f.kind == "explicit_evaluation") by[f.identity] = &f;
+    ASSERT_EQ(by.size(), 2u) << framework;
+    const ta::Finding& wait = *by.at("item at /src/train.py:40");
+    EXPECT_NEAR(wait.estimated_saving_s, 0.090, 1e-9) << framework << ": " << wait.suggestion;
+    EXPECT_NE(wait.evidence_json.find("\"total_s\":0.9,"), std::string::npos) << wait.evidence_json;
+    EXPECT_NE(wait.evidence_json.find("\"overlap_s\":0.09"), std::string::npos) << wait.evidence_json;
+    EXPECT_NE(wait.suggestion.find("est. 90.0 ms saved: "), std::string::npos) << wait.suggestion;
+    EXPECT_NE(wait.suggestion.find("runs the step asynchronously"), std::string::npos) << wait.suggestion;
+    EXPECT_NEAR(by.at("item at /src/train.py:50")->estimated_saving_s, 0.050, 1e-9) << framework;
+  }
+}
+
+// No saving exceeds the run: 5 item() calls of 100 ms recorded in a run whose
+// wall time is 100 ms (its end came early) are credited 100 ms, and say so.
+TEST(Findings, NoSavingExceedsTheRun) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  b.location(1, "item", "/src/train.cpp", 12);
+  for (int k = 0; k < 5; ++k) {
+    b.step(k, k * 100 * kMs, 100 * kMs);
+    b.explicit_eval(k, k * 100 * kMs, 100 * kMs, "item", 1);
+  }
+  b.run(100 * kMs);
+  ta::Report r = b.finish();
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.findings[0].estimated_saving_s, 0.1);
+  EXPECT_NE(r.findings[0].evidence_json.find("\"saving_capped_at_wall_s\":true}"), std::string::npos) << r.findings[0].evidence_json;
+  EXPECT_NE(r.findings[0].suggestion.find("(The estimate, 500.0 ms, exceeds the run's 100.0 ms: counted as 100.0 ms.)"), std::string::npos)
+      << r.findings[0].suggestion;
+  EXPECT_DOUBLE_EQ(r.total_saving_s, 0.1);
 }
 
 }  // namespace

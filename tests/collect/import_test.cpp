@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -80,6 +81,17 @@ void diff_test(const std::string& fixture) {
 }
 
 TEST(TorchTraceImport, DynamicPadding) { diff_test("torch-2.15.0-dynamic-padding"); }
+// Each break's registry code, and a break inside library code (torch's DDP,
+// Python's contextlib) at the user's line that led into it, the library frame kept.
+TEST(TorchTraceImport, GraphBreaksKeepTheirCodeAndTheUsersLine) {
+  Scratch s;
+  const std::string path = import(s, "torch-2.15.0-graph-breaks");
+  tc::import::import_testing::Tables more(path);
+  more.dump("graph breaks: code, kind, file:line in function, broke_at",
+            "SELECT e.code, e.kind, l.file || ':' || l.line || ' in ' || l.function, e.broke_at "
+            "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id ORDER BY e.ts, e.id");
+  tc::import::import_testing::expect_expected("torch-2.15.0-graph-breaks", tables(path) + more.text());
+}
 TEST(TorchTraceImport, RecompileLimit) { diff_test("torch-2.15.0-recompile-limit"); }
 TEST(TorchTraceImport, TruncatedImportsWhatIsComplete) { diff_test("torch-2.15.0-truncated"); }
 TEST(TorchTraceImport, UnknownKindIsCountedNotFatal) {
@@ -268,6 +280,79 @@ TEST(TorchTraceFindings, DynamicDimsAreFound) {
   for (const auto& f : rep.findings)
     if (f.kind == "recompilation.dynamic_marked") dynamic.insert(f.identity);
   EXPECT_EQ(dynamic, (std::set<std::string>{"token_ids dim 1", "token_ids dim 0", "targets dim 0"}));
+}
+
+// docs/findings.md's remedies by the break's kind, and a break inside library
+// code sends the user to their own line, never to the library's file.
+TEST(TorchTraceFindings, GraphBreakRemediesByKind) {
+  Scratch s;
+  tc::analysis::Report rep = analyze_fixture(s, "torch-2.15.0-graph-breaks");
+  std::map<std::string, const tc::analysis::Finding*> at;  // call site's line -> finding
+  for (const auto& f : rep.findings) {
+    if (f.kind != "explicit_evaluation") continue;
+    at[f.identity.substr(f.identity.rfind(':') + 1)] = &f;
+    for (const char* library : {"site-packages", "/lib/python", "contextlib.py", "distributed.py", "/venv/"})
+      EXPECT_EQ(f.suggestion.find(library), std::string::npos) << library << " in: " << f.suggestion;
+  }
+  ASSERT_EQ(at.size(), 3u) << "the branch (:12), the print (:19) and DDP's breaks, both at the user's call (:39)";
+  const auto& branch = *at.at("12");
+  EXPECT_NE(branch.suggestion.find("torch.cond("), std::string::npos) << branch.suggestion;
+  EXPECT_NE(branch.suggestion.find("torch.where("), std::string::npos) << branch.suggestion;
+  EXPECT_NE(branch.evidence_json.find(R"("codes":["GB0170"],"remedy":"data-dependent branch")"), std::string::npos) << branch.evidence_json;
+  const auto& print = *at.at("19");
+  EXPECT_NE(print.suggestion.find("Move the print at /src/tests/fixtures/frameworks/torch_graph_breaks.py:19 out of the compiled function"),
+            std::string::npos) << print.suggestion;
+  EXPECT_NE(print.suggestion.find("reorderable_logging_functions"), std::string::npos) << print.suggestion;
+  const auto& ddp = *at.at("39");
+  EXPECT_TRUE(ddp.title.starts_with("Graph break inside library code at ")) << ddp.title;
+  EXPECT_NE(ddp.title.find("contextlib.py:105"), std::string::npos) << ddp.title;
+  EXPECT_NE(ddp.title.find("distributed.py:1779"), std::string::npos) << ddp.title;
+  EXPECT_NE(ddp.title.find("reached from torch_graph_breaks.py:39 in main"), std::string::npos) << ddp.title;
+  EXPECT_NE(ddp.suggestion.find("your call at /src/tests/fixtures/frameworks/torch_graph_breaks.py:39"), std::string::npos) << ddp.suggestion;
+  EXPECT_NE(ddp.suggestion.find("DDP(torch.compile(module))"), std::string::npos) << ddp.suggestion;
+  EXPECT_NE(ddp.evidence_json.find("site-packages/torch/nn/parallel/distributed.py:1779"), std::string::npos) << ddp.evidence_json;
+  // The item() of the sample keeps its remedy.
+  Scratch s2;
+  for (const auto& f : analyze_fixture(s2, "torch-2.15.0-dynamic-padding").findings) {
+    if (f.kind == "explicit_evaluation") {
+      EXPECT_NE(f.suggestion.find("capture_scalar_outputs = True"), std::string::npos) << f.suggestion;
+    }
+  }
+}
+
+// Savings that add up (dynamic padding: token_ids dim 0 and targets dim 0 shrank
+// together in 0/2, which also made them and token_ids dim 1 dynamic): one
+// shape_change finding for the batch's dim 0, marking a dim dynamic is an
+// alternative to padding it, the dynamic_marked findings of one compilation
+// share their saving, and the total counts each of those once.
+TEST(TorchTraceFindings, SavingsAddUp) {
+  Scratch s;
+  tc::analysis::Report rep = analyze_fixture(s, "torch-2.15.0-dynamic-padding");
+  std::map<std::string, const tc::analysis::Finding*> shape, dynamic;
+  double sum = 0;
+  for (const auto& f : rep.findings) {
+    sum += f.estimated_saving_s;
+    EXPECT_LE(f.estimated_saving_s, rep.run.wall_s) << f.kind << " " << f.identity;
+    if (f.kind == "recompilation.shape_change") shape[f.identity.substr(0, f.identity.find(':'))] = &f;
+    if (f.kind == "recompilation.dynamic_marked") dynamic[f.identity] = &f;
+  }
+  ASSERT_EQ(shape.size(), 2u) << "token_ids dim 1, and dim 0 of the batch (token_ids and targets) once";
+  const auto& batch = *shape.at("token_ids dim 0");
+  EXPECT_NE(batch.evidence_json.find(R"("tied":["targets dim 0"])"), std::string::npos) << batch.evidence_json;
+  EXPECT_NE(batch.title.find("token_ids dim 0 and targets dim 0 took 2 values"), std::string::npos) << batch.title;
+  ASSERT_EQ(dynamic.size(), 3u);
+  const auto& d0 = *dynamic.at("token_ids dim 0");
+  EXPECT_NE(d0.evidence_json.find(R"("alternative_to":[{"kind":"recompilation.shape_change","identity":"token_ids dim 0: 4 8"}])"), std::string::npos)
+      << d0.evidence_json;
+  EXPECT_NE(dynamic.at("targets dim 0")->evidence_json.find(R"("identity":"token_ids dim 0: 4 8")"), std::string::npos)
+      << "targets dim 0 is padded with token_ids dim 0: " << dynamic.at("targets dim 0")->evidence_json;
+  EXPECT_NE(d0.evidence_json.find(R"("same_saving_as":[{"kind":"recompilation.dynamic_marked","identity":"targets dim 0"}])"), std::string::npos)
+      << d0.evidence_json;
+  EXPECT_NE(batch.evidence_json.find(R"("alternative_to":[)"), std::string::npos) << batch.evidence_json;
+  EXPECT_NE(d0.suggestion.find("alternative to the recompilation.shape_change finding (token_ids dim 0: 4 8)"), std::string::npos) << d0.suggestion;
+  EXPECT_GT(rep.total_saving_s, 0);
+  EXPECT_LT(rep.total_saving_s, sum - 1e-9) << "alternatives and shared seconds counted once";
+  EXPECT_LE(rep.total_saving_s, rep.run.wall_s);
 }
 
 TEST(ImportJson, StrictAndBounded) {

@@ -132,6 +132,11 @@ TEST(JaxLogImport, FindingsOnTheImportedRun) {
       EXPECT_EQ(f.identity, "item at /src/samples/python/jax_classifier.py:139");
       EXPECT_NE(f.title.find("float() at jax_classifier.py:139"), std::string::npos) << f.title;
       EXPECT_NE(f.title.find("11 times in 11 steps"), std::string::npos) << f.title;
+      // The waits (64.3 ms in all) are the steps' own computation: credited is only the host work after each read
+      // up to the next dispatch, at most the wait (1.39 ms, from the log's own times).
+      EXPECT_NE(f.evidence_json.find("\"total_s\":0.064264921,"), std::string::npos) << f.evidence_json;
+      EXPECT_NEAR(f.estimated_saving_s, 0.00139, 0.00001) << f.suggestion;
+      EXPECT_NE(f.suggestion.find("JAX runs the step asynchronously"), std::string::npos) << f.suggestion;
     }
   }
   EXPECT_EQ(shape, 1);

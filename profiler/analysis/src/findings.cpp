@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "graph_breaks.h"
 #include "json.h"
 #include "tc/analysis/kernels.h"
 #include "tc/analysis/format.h"
@@ -26,6 +27,16 @@ void add(Report& report, Finding f, const Json& evidence, std::optional<int64_t>
   f.evidence_json = evidence.str();
   if (ts) f.anchors_ts.push_back(*ts);
   report.findings.push_back(std::move(f));
+}
+
+// Adds `"key": raw` (serialized JSON) to the finding's evidence object.
+void add_evidence(Finding& f, const std::string& key, const std::string& raw) {
+  std::string& e = f.evidence_json;
+  if (e.size() < 2 || e.back() != '}') return;
+  Json k;
+  k.begin_object().key(key);
+  std::string field = k.str().substr(1) + raw;  // "\"key\":" and the value
+  e.insert(e.size() - 1, (e.size() > 2 ? "," : "") + field);
 }
 
 // The median of durations in ns, in seconds (0 for none).
@@ -98,6 +109,7 @@ struct ShapeRun {
   std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
   std::map<InputKey, int64_t> first_old;  // value before the first change
   std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  std::map<InputKey, int64_t> first_seen;  // the order of its first compilation_inputs row
 };
 
 void read_shape_run(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
@@ -134,6 +146,7 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
     run.values[key][q.i64(0)] = q.i64(4);
     run.first_old.try_emplace(key, q.i64(3));
+    run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
     if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
   }
 }
@@ -239,10 +252,27 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   return j.str();
 }
 
-Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
+// Dims that changed together (one batch's dim 0 across its inputs, tied
+// sequence lengths): the same process, size before and sizes in the same
+// compilations. The first one logged speaks for the others.
+std::map<InputKey, std::vector<InputKey>> tied_dims(const ShapeRun& run) {
+  std::map<std::tuple<int64_t, int64_t, std::map<int64_t, int64_t>>, std::vector<InputKey>> by_change;
+  for (const auto& [key, by_graph] : run.values) by_change[{std::get<0>(key), run.first_old.at(key), by_graph}].push_back(key);
+  std::map<InputKey, std::vector<InputKey>> tied;
+  for (auto& [change, keys] : by_change) {
+    std::sort(keys.begin(), keys.end(), [&](const InputKey& a, const InputKey& b) { return run.first_seen.at(a) < run.first_seen.at(b); });
+    tied[keys.front()] = std::vector<InputKey>(keys.begin() + 1, keys.end());
+  }
+  return tied;
+}
+
+std::string dim_name_of(const InputKey& key) { return std::get<1>(key) + " dim " + std::to_string(std::get<2>(key)); }
+
+Status shape_change(const store::Reader& r, Report& report, StoreText& text, std::map<std::string, std::string>& shape_of_dim) {
   ShapeRun run;
   read_shape_run(r, report, text, run);
-  for (auto& [key, by_graph] : run.values) {
+  for (const auto& [key, others] : tied_dims(run)) {
+    const std::map<int64_t, int64_t>& by_graph = run.values.at(key);
     std::vector<DimValue> observed = observed_values(run, key, by_graph);
     if (observed.size() < 2) continue;
     ShapePlan plan = plan_for(observed);
@@ -258,11 +288,16 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
       changes += d.compilations;
       compile_s += d.compile_s;
     }
-    const std::string dim_name = input + " dim " + std::to_string(dim);
+    std::string dim_name = dim_name_of(key);
     Finding f;
     f.kind = "recompilation.shape_change";
     f.identity = dim_name + ":";
     for (const auto& d : observed) f.identity += " " + std::to_string(d.value);
+    shape_of_dim[dim_name] = f.identity;
+    for (size_t i = 0; i < others.size(); ++i) {
+      shape_of_dim[dim_name_of(others[i])] = f.identity;
+      dim_name += (i + 1 == others.size() ? " and " : ", ") + dim_name_of(others[i]);
+    }
     f.severity = changes > 2 ? Severity::kWarning : Severity::kInfo;
     f.title = dim_name + whose + " took " + std::to_string(observed.size()) + " values (" + std::to_string(lo) + ".." + std::to_string(hi) +
               "): " + counted(changes, "compilation", "compilations") + ", " + format_seconds(compile_s) + " compiling";
@@ -279,6 +314,13 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
     f.evidence_json = shape_evidence(key, pid != run.pid_of.end() ? std::optional(pid->second) : std::nullopt,
                                      dyn != run.dynamic_at.end() ? std::optional(dyn->second) : std::nullopt, observed, changes, compile_s, plan,
                                      short_last_batch);
+    if (!others.empty()) {
+      Json tied;
+      tied.begin_array();
+      for (const InputKey& o : others) tied.value(dim_name_of(o));
+      tied.end_array();
+      add_evidence(f, "tied", tied.str());
+    }
     report.findings.push_back(std::move(f));
   }
   return Status::Ok();
@@ -316,43 +358,46 @@ Status structure_change(const store::Reader& r, Report& report, StoreText& text)
 
 // ---------------------------------------------------------------- explicit_evaluation
 
-// A torch.compile graph break: logged once per compilation of its frame, not
-// per step (the trace has no run times), so its cost is the graphs it split
-// the frame into and their compile time.
-void graph_break(const store::Reader& r, Report& report, StoreText& text, const store::Query& q) {
-  std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
-  std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
-  std::string function = q.is_null(3) ? std::string() : text(q.text(3));
-  std::string kinds = text(q.text(4));
-  std::string reason = q.is_null(10) ? std::string() : text(q.text(10));
-  int64_t compilations = q.i64(5);
-  // The frames torch.compile resumes in after the break ("torch_dynamo_resume_in_loss_of_at_122"): their compilations.
-  auto resume = r.query("SELECT count(*), coalesce(sum(dur), 0) FROM compilations WHERE framework = 'torch.compile' AND trigger = 'graph_break' "
-                        "AND loc_id IN (SELECT id FROM locations WHERE line = " + std::to_string(q.i64(2)) + ")");
-  int64_t resumed = 0;
-  double resume_s = 0;
-  if (resume.next()) {
-    resumed = resume.i64(0);
-    resume_s = static_cast<double>(resume.i64(1)) / 1e9;
+// JAX and PyTorch/XLA dispatch asynchronously: a read-back waits for the
+// device to finish what the step queued, and that computation runs with or
+// without the read. What the read costs is the host work it kept from
+// overlapping the computation: per read, the host's time from the read's end
+// to the end of its step (the next step's dispatch), at most the wait. A read
+// outside every step is credited nothing.
+double async_overlap_s(const store::Reader& r, int64_t loc, const std::vector<Step>& steps) {
+  double s = 0;
+  for (auto q = r.query("SELECT ts, dur FROM explicit_evaluations WHERE loc_id = " + std::to_string(loc)); q.next();) {
+    const int64_t ts = q.i64(0), wait = q.i64(1);
+    auto after = std::upper_bound(steps.begin(), steps.end(), ts, [](int64_t t, const Step& st) { return t < st.ts; });
+    if (after == steps.begin()) continue;
+    const Step& st = *std::prev(after);
+    if (ts >= st.ts + st.dur) continue;
+    s += static_cast<double>(std::min(wait, std::max<int64_t>(0, st.ts + st.dur - (ts + wait)))) / 1e9;
   }
-  Finding f;
-  f.kind = "explicit_evaluation";
-  f.identity = kinds + " at " + where;
-  f.severity = Severity::kWarning;
-  f.title = "Graph break at " + short_where + (reason.empty() ? "" : " (" + reason + ")") + ": torch.compile splits " +
-            (function.empty() ? std::string("the frame") : function) + " there, in " + (compilations == 1 ? std::string("its compilation") : "each of its " + std::to_string(compilations) + " compilations") +
-            "; the part after it runs as another graph";
-  std::string fix = kinds == "item" ? "Return the tensor from the compiled function and call .item() after it returns (or every N steps), or let "
-                                      "torch.compile capture it (torch._dynamo.config.capture_scalar_outputs = True)"
-                                    : "Move the " + kinds + " at " + where + " out of the compiled function, or run it every N steps";
-  f.suggestion = fix + ": one graph per step instead of two, and no resume frame to compile (" + std::to_string(resumed) + " compiled, " +
-                 format_seconds(resume_s) + ").";
-  f.estimated_saving_s = resume_s;
-  Json j;
-  j.begin_object().field("call_site", where).field("function", function).field("kind", kinds).field("framework", "torch.compile");
-  j.field("reason", reason).field("compilations", compilations).field("steps", report.summary.steps);
-  j.field("resume_compilations", resumed).field("resume_compile_s", resume_s).end_object();
-  add(report, std::move(f), j, q.i64(7));
+  return s;
+}
+
+// The title and fix of a JAX or PyTorch/XLA read-back, credited with `saving_s` (async_overlap_s).
+void async_read_back(Finding& f, const std::string& framework, const std::string& what, const std::string& where, int64_t count, int64_t steps_hit,
+                     double per_step, double total_s, double saving_s, int64_t every) {
+  const std::string short_where = where.substr(where.rfind('/') == std::string::npos ? 0 : where.rfind('/') + 1);
+  const std::string times = counted(count, "time", "times") + " in " + counted(steps_hit, "step", "steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
+  const std::string how = ": " + framework + " runs the step asynchronously, so the wait is the step's own computation, which runs anyway; " +
+                          "removing the read saves only the host work it kept from overlapping that computation (per read, the time from its end " +
+                          "to the next step's dispatch, at most the wait)";
+  const std::string every_text = ", or read it every " + std::to_string(every) + " steps (est. " +
+                                 format_seconds(saving_s * (1.0 - 1.0 / static_cast<double>(every))) + " saved).";
+  if (framework == "PyTorch/XLA") {
+    f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + times;
+    f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
+                   " (est. " + format_seconds(saving_s) + " saved" + how + ")" + every_text;
+  } else {
+    // Nothing is cut: reading a value waits for the computation.
+    f.title = what + " at " + short_where + " waited for the device " + times;
+    f.suggestion = "Keep the value on the device and read it after the loop, instead of the " + what + " at " + where + " (est. " +
+                   format_seconds(saving_s) + " saved" + how + ")" + every_text;
+  }
+  f.estimated_saving_s = saving_s;
 }
 
 Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& text) {
@@ -361,21 +406,26 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
   for (const Step& s : report.steps) step_ns += s.dur;
   double step_s = report.steps.empty() ? 0 : static_cast<double>(step_ns / static_cast<int64_t>(report.steps.size())) / 1e9;
   const bool v4 = r.has(store::schema::explicit_evaluations, "framework");
+  const bool v6 = r.has(store::schema::explicit_evaluations, "code");
   auto q = r.query(
       "SELECT e.loc_id, l.file, l.line, l.function, group_concat(DISTINCT e.kind), count(*), sum(e.dur), min(e.ts), count(DISTINCT e.step), " +
-      std::string(v4 ? "max(e.framework), max(e.reason)" : "'tc', NULL") +
+      std::string(v4 ? "max(e.framework), max(e.reason)" : "'tc', NULL") + std::string(v6 ? ", group_concat(DISTINCT e.code), group_concat(DISTINCT e.broke_at)" : ", NULL, NULL") +
       " FROM explicit_evaluations e LEFT JOIN locations l ON l.id = e.loc_id GROUP BY e.loc_id ORDER BY sum(e.dur) DESC");
   while (q.next()) {
     if (text(q.text(9)) == "torch.compile") {
-      graph_break(r, report, text, q);
+      auto opt = [&](int c) { return q.is_null(c) ? std::string() : text(q.text(c)); };
+      graph_break_finding(r, report, {.file = opt(1), .function = opt(3), .kinds = opt(4), .reason = opt(10), .codes = opt(11), .broke_at = opt(12),
+                                      .line = q.i64(2), .compilations = q.i64(5), .first_ts = q.i64(7)});
       continue;
     }
     std::string where = q.is_null(1) ? std::string("an unknown call site") : text(q.text(1)) + ":" + std::to_string(q.i64(2));
     std::string kinds = text(q.text(4));
     int64_t count = q.i64(5);
+    const std::string framework = text(q.text(9));
+    const bool async = framework == "jax" || framework == "torch_xla";
     // JAX: a value read once (the last loss after the loop) waits for the work queued before it, which is no cost of the read.
     // PyTorch/XLA: one read after the loop is how the fix reads the losses.
-    if ((text(q.text(9)) == "jax" || text(q.text(9)) == "torch_xla") && count == 1) continue;
+    if (async && count == 1) continue;
     double total_s = static_cast<double>(q.i64(6)) / 1e9;
     int64_t steps_hit = q.i64(8);
     double per_step = total_s / static_cast<double>(steps);
@@ -395,30 +445,17 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
               std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " + format_seconds(total_s) + " in all";
     f.suggestion = "Move the " + kinds + "() at " + where + " after tc::mark_step() (free there: est. " + format_seconds(total_s) +
                    " saved), or log every " + std::to_string(every) + " steps (est. " + format_seconds(log_every_saving) + " saved).";
-    if (text(q.text(9)) == "torch_xla") {
-      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
-      f.title = what + " at " + short_where + " forced an evaluation before torch_xla.sync() " + counted(count, "time", "times") + " in " +
-                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
-                format_seconds(total_s) + " in all";
-      f.suggestion = "Keep the value on the device and read it after the loop (or after torch_xla.sync()), instead of the " + what + " at " + where +
-                     " (est. " + format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
-                     format_seconds(log_every_saving) + " saved).";
-    }
-    if (text(q.text(9)) == "jax") {
-      // JAX dispatches asynchronously: reading a value waits for the computation; nothing is cut.
-      std::string what = q.is_null(10) ? kinds + "()" : text(q.text(10));
-      f.title = what + " at " + short_where + " waited for the device " + std::to_string(count) + (count == 1 ? " time" : " times") + " in " +
-                std::to_string(steps_hit) + (steps_hit == 1 ? " step" : " steps") + ": " + format_seconds(per_step) + "/step, " +
-                format_seconds(total_s) + " in all";
-      f.suggestion = "Keep the value on the device and read it after the loop, instead of the " + what + " at " + where + " (est. " +
-                     format_seconds(total_s) + " saved), or read it every " + std::to_string(every) + " steps (est. " +
-                     format_seconds(log_every_saving) + " saved).";
-    }
     f.estimated_saving_s = total_s;
+    if (async) {
+      async_read_back(f, framework == "jax" ? "JAX" : "PyTorch/XLA", q.is_null(10) ? kinds + "()" : text(q.text(10)), where, count, steps_hit,
+                      per_step, total_s, q.is_null(0) ? 0.0 : async_overlap_s(r, q.i64(0), report.steps), every);
+      log_every_saving = f.estimated_saving_s * (1.0 - 1.0 / static_cast<double>(every));
+    }
     Json j;
     j.begin_object().field("call_site", where).field("function", q.is_null(3) ? std::string() : text(q.text(3)));
     j.field("kind", kinds).field("count", count).field("steps", steps_hit).field("graph_cuts", count);
     j.field("total_s", total_s).field("per_step_s", per_step).field("log_every", every).field("log_every_saving_s", log_every_saving);
+    if (async) j.field("overlap_s", f.estimated_saving_s);
     j.end_object();
     add(report, std::move(f), j, q.i64(7));
   }
@@ -650,6 +687,22 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
 
 // ---------------------------------------------------------------- compile.amortization
 
+// What keeps the run's built code for its next run, by the compiler that
+// compiled most: tc's own cache, or the framework's.
+std::string next_run_cache(const store::Reader& r) {
+  std::string compiler = "tc";
+  if (r.has(store::schema::compilations, "framework")) {
+    auto q = r.query("SELECT framework FROM compilations GROUP BY framework ORDER BY count(*) DESC LIMIT 1");
+    if (q.next() && !q.is_null(0)) compiler = std::string(q.text(0));
+  }
+  if (compiler == "torch.compile")
+    return "torch.compile traces again in the next run of the same program but loads the compiled code from Inductor's caches (on by default, "
+           "TORCHINDUCTOR_CACHE_DIR); torch.compiler.save_cache_artifacts() and load_cache_artifacts() carry them to another machine";
+  if (compiler == "jax") return "JAX compiles again in the next run unless its persistent cache is on: jax.config.update(\"jax_compilation_cache_dir\", DIR)";
+  if (compiler == "torch_xla") return "PyTorch/XLA compiles again in the next run unless its persistent cache is on: torch_xla.runtime.initialize_cache(DIR)";
+  return "the built code is cached in TC_CACHE_DIR, so the next run of the same program compiles nothing";
+}
+
 Status amortization(const store::Reader& r, Report& report) {
   const Summary& s = report.summary;
   if (s.compilations == 0 || report.run.wall_s <= 0) return Status::Ok();
@@ -683,8 +736,7 @@ Status amortization(const store::Reader& r, Report& report) {
                    ".";
   } else if (break_even > s.steps) {
     f.suggestion = "Compilation costs as much as " + counted(break_even, "step", "steps") + " of execution (" + format_seconds(exec_per_step) +
-                   "/step) and this run had " + std::to_string(s.steps) + ": it pays off on longer runs; the built code is cached in "
-                   "TC_CACHE_DIR, so the next run of the same program compiles nothing.";
+                   "/step) and this run had " + std::to_string(s.steps) + ": it pays off on longer runs; " + next_run_cache(r) + ".";
   } else {
     f.suggestion = "Compilation is paid off after about " + std::to_string(std::max<int64_t>(break_even, 1)) + " of " +
                    counted(s.steps, "step", "steps") + "; nothing to change.";
@@ -779,10 +831,82 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------- savings that add up
+
+// Findings whose savings are the same seconds: a recompilation.dynamic_marked
+// and the recompilation.shape_change of its dim are alternatives (mark it
+// dynamic, or pad it), and dynamic_marked findings of one compilation claim
+// the same static compilations. Each is marked in its evidence
+// (`alternative_to`, `same_saving_as`: the others' kind and identity), no
+// saving exceeds the run's wall time, and Report::total_saving_s counts each
+// group once (its largest saving).
+void add_up_savings(Report& report, const std::map<std::string, std::string>& shape_of_dim) {
+  std::vector<size_t> group(report.findings.size());
+  for (size_t i = 0; i < group.size(); ++i) group[i] = i;
+  auto root = [&](size_t i) {
+    while (group[i] != i) i = group[i] = group[group[i]];
+    return i;
+  };
+  std::map<size_t, std::vector<size_t>> alternatives, shared;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < report.findings.size(); ++i) index[{report.findings[i].kind, report.findings[i].identity}] = i;
+  std::map<int64_t, std::vector<size_t>> dynamic_by_compile;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    const Finding& f = report.findings[i];
+    if (f.kind != "recompilation.dynamic_marked") continue;
+    if (!f.anchors_ts.empty()) dynamic_by_compile[f.anchors_ts.front()].push_back(i);
+    auto shape = shape_of_dim.find(f.identity);
+    if (shape == shape_of_dim.end()) continue;
+    auto other = index.find({"recompilation.shape_change", shape->second});
+    if (other == index.end()) continue;
+    alternatives[i].push_back(other->second);
+    alternatives[other->second].push_back(i);
+    group[root(i)] = root(other->second);
+  }
+  for (const auto& [ts, list] : dynamic_by_compile) {
+    for (size_t a : list)
+      for (size_t b : list)
+        if (a != b) shared[a].push_back(b);
+    for (size_t b : list) group[root(b)] = root(list.front());
+  }
+  auto name = [&](const std::map<size_t, std::vector<size_t>>& links, size_t i, const std::string& key) {
+    auto it = links.find(i);
+    if (it == links.end()) return;
+    Json j;
+    j.begin_array();
+    for (size_t o : it->second) j.begin_object().field("kind", report.findings[o].kind).field("identity", report.findings[o].identity).end_object();
+    j.end_array();
+    add_evidence(report.findings[i], key, j.str());
+  };
+  const double wall = report.run.wall_s;
+  std::map<size_t, double> best;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    Finding& f = report.findings[i];
+    name(alternatives, i, "alternative_to");
+    name(shared, i, "same_saving_as");
+    if (alternatives.contains(i)) {
+      const Finding& o = report.findings[alternatives.at(i).front()];
+      f.suggestion += " This is an alternative to the " + o.kind + " finding (" + o.identity + "): their savings do not add up.";
+    }
+    if (wall > 0 && f.estimated_saving_s > wall) {
+      f.suggestion += " (The estimate, " + format_seconds(f.estimated_saving_s) + ", exceeds the run's " + format_seconds(wall) + ": counted as " +
+                      format_seconds(wall) + ".)";
+      f.estimated_saving_s = wall;
+      add_evidence(f, "saving_capped_at_wall_s", "true");
+    }
+    double& b = best[root(i)];
+    b = std::max(b, f.estimated_saving_s);
+  }
+  report.total_saving_s = 0;
+  for (const auto& [g, s] : best) report.total_saving_s += s;
+  if (wall > 0) report.total_saving_s = std::min(report.total_saving_s, wall);
+}
+
 }  // namespace
 
 Status add_findings(const store::Reader& store, Report& report, const Options& options, StoreText& text) {
-  TC_RETURN_IF_ERROR(shape_change(store, report, text));
+  std::map<std::string, std::string> shape_of_dim;  // "input dim d" -> its recompilation.shape_change's identity
+  TC_RETURN_IF_ERROR(shape_change(store, report, text, shape_of_dim));
   TC_RETURN_IF_ERROR(structure_change(store, report, text));
   TC_RETURN_IF_ERROR(limit_reached(store, report, text));
   TC_RETURN_IF_ERROR(dynamic_marked(store, report, text));
@@ -790,6 +914,7 @@ Status add_findings(const store::Reader& store, Report& report, const Options& o
   TC_RETURN_IF_ERROR(memory(store, report, options));
   TC_RETURN_IF_ERROR(amortization(store, report));
   TC_RETURN_IF_ERROR(kernel_hotspot(store, report));
+  add_up_savings(report, shape_of_dim);
   return Status::Ok();
 }
 

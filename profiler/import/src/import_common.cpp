@@ -312,6 +312,8 @@ Status Importer::write_evaluation(const Evaluation& e) {
   auto row = t_.writer->row(store::schema::explicit_evaluations);
   row.null().i64(e.utid).i64(e.ts).i64(e.dur).i64(e.step).text(e.kind).i64(e.location).i64(e.ops).i64(e.graph).text(s_.framework);
   if (e.what) row.text(*e.what); else row.null();
+  if (e.code.empty()) row.null(); else row.text(e.code);
+  if (e.broke_at.empty()) row.null(); else row.text(e.broke_at);
   TC_RETURN_IF_ERROR(row.insert());
   ++s_.explicit_evaluations;
   return Status::Ok();

@@ -187,6 +187,7 @@ class Importer {
     uint32_t location = 0;
     int64_t ops = 0, graph = 0;  // the graph it cut (0: unknown)
     std::optional<std::string_view> what;
+    std::string_view code, broke_at;  // torch.compile: the registry code and the library frame it broke in; "" for none (NULL)
   };
   Status write_evaluation(const Evaluation& e);
   // A compilation_inputs row: `input`'s dimension `dim` went from old_value

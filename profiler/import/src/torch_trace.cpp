@@ -86,6 +86,9 @@ struct GraphBreak {
   uint32_t pid = 0;
   std::string file, reason, kind;
   int64_t line = 0;
+  std::string code;      // torch's graph-break registry code, "GB0170"; empty when the record names none
+  std::string function;  // the user's frame's function when the break was in library code; else empty (the compiled frame's)
+  std::string broke_at;  // "FILE:LINE" of the library frame it broke in, when file:line is the user's frame that led there
 };
 
 // "[rank0]:V1201 08:46:49.219000 18312 torch/_dynamo/guards.py:6378] {json}": the pid and the JSON.
@@ -194,6 +197,61 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
+// Python's library, site-packages (torch among them) and frozen modules: not
+// the user's to edit.
+bool is_library_file(std::string_view f) {
+  if (f.starts_with("<frozen ") || f.find("/site-packages/") != std::string_view::npos || f.find("/dist-packages/") != std::string_view::npos) return true;
+  // Python's standard library: .../lib/python3.11/contextlib.py
+  size_t at = f.find("/lib/python");
+  return at != std::string_view::npos && f.find('/', at + 11) != std::string_view::npos;
+}
+
+// The registry code of a break from the link torch gives for it: ".../gb/gb0170.html" -> "GB0170".
+std::string break_code(std::string_view p) {
+  constexpr std::string_view kGb = "/gb/gb";
+  size_t at = p.find(kGb);
+  if (at == std::string_view::npos) return {};
+  std::string_view digits = p.substr(at + kGb.size());
+  size_t n = 0;
+  while (n < digits.size() && n < 8 && digits[n] >= '0' && digits[n] <= '9') ++n;
+  if (n == 0 || digits.substr(n, 5) != ".html") return {};
+  return "GB" + std::string(digits.substr(0, n));
+}
+
+struct UserFrame {
+  std::string file, function;
+  int64_t line = 0;
+};
+
+// The payload's "User code traceback:", up to the blank line that ends it; "" when none.
+std::string_view traceback(std::string_view p) {
+  size_t at = p.find("User code traceback:");
+  if (at == std::string_view::npos) return {};
+  std::string_view tb = p.substr(at);
+  return tb.substr(0, tb.find("\n\n"));
+}
+
+// The deepest frame of the traceback that is not library code:
+// '  File "/src/train.py", line 39, in main'.
+std::optional<UserFrame> last_user_frame(std::string_view p) {
+  std::string_view rest = traceback(p);
+  std::optional<UserFrame> found;
+  constexpr std::string_view kFile = "File \"", kLine = "\", line ", kIn = ", in ";
+  for (size_t f = rest.find(kFile); f != std::string_view::npos; f = rest.find(kFile, f + 1)) {
+    std::string l = first_line(rest.substr(f + kFile.size()));
+    size_t q = l.find(kLine), in = l.find(kIn);
+    if (q == std::string::npos || in == std::string::npos || in < q) continue;
+    auto line = to_int(l.substr(q + kLine.size(), in - q - kLine.size()));
+    std::string file = l.substr(0, q);
+    if (!line || *line <= 0 || is_library_file(file)) continue;
+    found = UserFrame{file, l.substr(in + kIn.size()), *line};
+  }
+  return found;
+}
+
+// Whether the break's traceback runs through DistributedDataParallel's forward.
+bool in_ddp_forward(std::string_view p) { return traceback(p).find("/torch/nn/parallel/distributed.py\"") != std::string_view::npos; }
+
 // The dynamo_graph_break_reason payload: "Graph break in user code at FILE:LINE\nGraph Break Reason: ...".
 std::optional<GraphBreak> graph_break(std::string_view p) {
   constexpr std::string_view kAt = "Graph break in user code at ";
@@ -228,9 +286,19 @@ std::optional<GraphBreak> graph_break(std::string_view p) {
     }
     g.reason = head;
   }
+  g.code = break_code(p);
+  if (is_library_file(g.file)) {
+    g.broke_at = g.file + ":" + std::to_string(g.line);
+    if (auto user = last_user_frame(p)) {
+      g.file = user->file;
+      g.line = user->line;
+      g.function = user->function;
+    }
+  }
   const std::string& why = g.reason;
-  g.kind = why.find("item()") != std::string::npos      ? "item"
-           : why.find("print") != std::string::npos     ? "print"
+  g.kind = !g.broke_at.empty() && in_ddp_forward(p)      ? "ddp"
+           : why.find("item()") != std::string::npos      ? "item"
+           : why.find("print") != std::string::npos || p.find("builtin operator `print`") != std::string_view::npos ? "print"
            : why.find("tolist") != std::string::npos || why.find("numpy") != std::string::npos ? "to_host"
                                                          : "graph_break";
   return g;
@@ -552,12 +620,13 @@ class TorchImporter : public import_common::Importer {
       const Metrics* at = m == metrics_of.end() ? nullptr : m->second;
       if (at == nullptr) continue;  // its compilation's record was cut off: no time to give it
       const int64_t ts = store_ts(at->start_us);
-      auto break_loc = location("graph_break", g.file, at->co_name, g.line);
+      auto break_loc = location("graph_break", g.file, g.function.empty() ? at->co_name : g.function, g.line);
       if (!break_loc.ok()) return break_loc.status();
       const uint32_t loc = *break_loc;
       TC_RETURN_IF_ERROR(write_evaluation({.utid = utid(g.pid), .ts = ts, .dur = 0, .step = step_at(g.pid, ts), .kind = g.kind, .location = loc,
                                            .ops = at->ops, .graph = graph_of[key],
-                                           .what = g.reason.empty() ? std::nullopt : std::optional<std::string_view>(g.reason)}));
+                                           .what = g.reason.empty() ? std::nullopt : std::optional<std::string_view>(g.reason),
+                                           .code = g.code, .broke_at = g.broke_at}));
     }
     return Status::Ok();
   }

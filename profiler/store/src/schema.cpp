@@ -192,6 +192,8 @@ constexpr StoreColumn kStoreColumns[] = {
     {"compilation_inputs", {"dynamic", "INTEGER", "1 when the compiler made this dimension dynamic (symbolic) in this compilation (torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation", 4}, {}, 0},
     {"explicit_evaluations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (a graph break), 'torch_xla' or 'jax' (a value read back: float(), item(), printing)", 4}, "tc"},
     {"explicit_evaluations", {"reason", "TEXT", "what forced it, as the framework says (torch.compile's graph break reason; jax: the call, e.g. 'float()'); NULL for tc", 4}, {}, 0, true},
+    {"explicit_evaluations", {"code", "TEXT", "torch.compile: the graph break's code in torch's graph-break registry, e.g. 'GB0170' (data-dependent branching); NULL when the log names none, and for other frameworks", 6}, {}, 0, true},
+    {"explicit_evaluations", {"broke_at", "TEXT", "torch.compile: 'FILE:LINE' of the library frame (torch, Python's library, site-packages) the break happened in, when loc_id is the user's frame that led into it; NULL when the break was in the user's own code", 6}, {}, 0, true},
 };
 
 constexpr bool store_columns_are_grouped() {

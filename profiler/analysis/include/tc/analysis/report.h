@@ -109,6 +109,10 @@ struct Step {
 struct Report {
   RunInfo run;
   Summary summary;
+  // What the findings save together (tc-analyze suggest's total): each
+  // group of findings whose savings are the same seconds (alternatives, one
+  // compilation's dims) counted once, by its largest; at most the wall time.
+  double total_saving_s = 0;
   // The run's steps, sorted by ts: every finding that needs steps reads
   // these. The steps table's rows; when it has none and a step range is named
   // (Options::step_range, else run.step_range), that range's outermost

@@ -32,7 +32,9 @@ namespace tc::store {
 //     compilations.framework/frame/failure, compilation_inputs.dynamic,
 //     explicit_evaluations.framework/reason.
 // v5: GPU activity from CUPTI: gpu_activity, gpu_capture; run.cupti.
-inline constexpr int kSchemaVersion = 5;           // PRAGMA user_version
+// v6: explicit_evaluations.code/broke_at (torch.compile's graph-break registry
+//     code, and the library frame a break happened in).
+inline constexpr int kSchemaVersion = 6;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {

@@ -332,7 +332,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Ts, ts, "when the evaluation was forced")                                                       \
   F(Dur, dur, "what it cost: cut, compile if needed, execute, copy to the host")                    \
   F(Int, step, "the step during which it happened")                                                 \
-  F(Text, kind, "'item', 'to_host' or 'print'")                                                     \
+  F(Text, kind, "'item', 'to_host' or 'print'; torch.compile also 'graph_break' (any other break) and 'ddp' (a break inside DistributedDataParallel's forward)") \
   F(Loc, loc_id, "the user's call site (locations.id: file, line, function)")                      \
   F(Int, nodes, "IR nodes in the subgraph it cut")                                                  \
   F(Int, graph_id, "the graph it ran (compilations.graph_id; 0 when run eagerly)")
