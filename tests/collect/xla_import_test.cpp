@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include "import_test_util.h"
+#include "support/json.h"
 #include "tc/analysis/report.h"
 #include "tc/import/import.h"
 #include "tc/store/reader.h"
@@ -53,6 +55,9 @@ std::string tables(const std::string& path) {
        "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id WHERE e.framework = 'torch_xla' ORDER BY e.ts, e.id");
   dump("steps: step, ms after the first compilation, ms",
        "SELECT step, printf('%.3f', (ts - " + t0 + ") / 1e6), printf('%.3f', dur / 1e6) FROM steps WHERE framework = 'torch_xla' ORDER BY ts");
+  dump("step_inputs: step, input, shape",
+       "SELECT step, input, group_concat(value, 'x') FROM (SELECT * FROM step_inputs ORDER BY utid, step, input, dim) GROUP BY utid, step, input "
+       "ORDER BY utid, step, input");
   dump("framework_imports: framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note",
        "SELECT framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note FROM framework_imports");
   return tables.text();
@@ -109,6 +114,44 @@ TEST(XlaLogImport, FindingsOnTheImportedRun) {
   EXPECT_EQ(shape, 1);
   EXPECT_EQ(short_batch, 1);
   EXPECT_EQ(eval, 1);
+}
+
+// MpDeviceLoader (its sync at each batch, one before the first and one after
+// the last that run no graph) and token_ids padded to 32, 64 or 128 with
+// repeats: the steps, the shape change and its plan against the script's own
+// truth (truth.json beside the log: 11 steps; 32 -> 4 steps, 64 -> 5,
+// 128 -> 2; padding to 128 is 50% padding; a short last batch of 4 rows).
+TEST(XlaLogImport, LoaderBuckets) { diff_test("torch_xla-2.9.0-loader-buckets"); }
+
+TEST(XlaLogImport, LoaderBucketsFindingsMatchTheTruth) {
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "torch_xla-2.9.0-loader-buckets", "lb"));
+  ASSERT_TRUE(r.ok());
+  auto rep = tc::analysis::analyze(*r);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->summary.steps, 11) << "the loader's empty syncs are no steps";
+  const tc::analysis::Finding* length = nullptr;
+  const tc::analysis::Finding* batch = nullptr;
+  for (const auto& f : rep->findings) {
+    EXPECT_NE(f.kind, "recompilation.structure_change") << f.title << ": only the shapes changed";
+    if (f.kind == "recompilation.shape_change" && f.identity.starts_with("token_ids dim 1:")) length = &f;
+    if (f.kind == "recompilation.shape_change" && f.identity == "token_ids dim 0: 4 8") batch = &f;
+  }
+  ASSERT_NE(length, nullptr);
+  EXPECT_EQ(length->identity, "token_ids dim 1: 32 64 128");
+  // Each step under the size it ran: 32 -> 4, 64 -> 5, 128 -> 2.
+  tc::test::JsonValue ev = tc::test::JsonParser(length->evidence_json).parse();
+  std::map<int64_t, int64_t> steps;
+  for (const auto& v : ev["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  EXPECT_EQ(steps, (std::map<int64_t, int64_t>{{32, 4}, {64, 5}, {128, 2}})) << length->evidence_json;
+  EXPECT_GE(ev["pad"]["to"].n, 128) << "never below the data's largest";
+  EXPECT_NEAR(ev["pad"]["padding_waste"].n, 0.5, 0.05) << "the data's padding share at 128";
+  EXPECT_EQ(ev["steps_recorded"].n, 11);
+  EXPECT_EQ(ev["steps_unrecorded"].n, 0);
+  EXPECT_TRUE(length->suggestion.find("Pad token_ids dim 1 to 128") != std::string::npos ||
+              length->suggestion.find("Bucket token_ids dim 1 as") != std::string::npos) << length->suggestion;
+  ASSERT_NE(batch, nullptr);
+  EXPECT_NE(batch->suggestion.find("short last batch (4 instead of 8)"), std::string::npos) << batch->suggestion;
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

@@ -324,6 +324,15 @@ Status Importer::write_input(int64_t utid, int64_t graph, const std::string& inp
       .null().i64(utid).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).i64(dynamic ? 1 : 0).insert();
 }
 
+Status Importer::write_step_input(int64_t utid, int64_t step, const std::string& input, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!room(store::schema::step_inputs)) break;
+    TC_RETURN_IF_ERROR(
+        t_.writer->row(store::schema::step_inputs).null().i64(utid).i64(step).text(input).i64(static_cast<int64_t>(d)).i64(shape[d]).insert());
+  }
+  return Status::Ok();
+}
+
 int64_t Importer::utid(uint32_t pid) {
   auto it = utids_.find(pid);
   if (it != utids_.end()) return it->second;

@@ -195,6 +195,10 @@ class Importer {
   Status write_input(int64_t utid, int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value,
                      bool dynamic = false, bool counted = false);
 
+  // step_inputs rows: each dimension of `shape`, `input`'s size in step
+  // `step`; as many as the cap leaves room for.
+  Status write_step_input(int64_t utid, int64_t step, const std::string& input, const std::vector<int64_t>& shape);
+
   ImportTarget& t_;
   const ImportLimits& limits_;
   ImportSummary s_;
