@@ -62,6 +62,8 @@ def child(case, calls):
         few = max(1, calls // 20)
         rows[case + ": XLA tensor .item()"] = per_call_us(d.item, few)
         rows[case + ": CPU tensor .to(xla device)"] = per_call_us(lambda: v.to(dev), few)
+        x = torch.ones(4, device=dev)
+        rows[case + ": XLA tensor .to(float64)"] = per_call_us(lambda: x.to(torch.float64), few)
     return rows
 
 

@@ -234,15 +234,43 @@ def _identity(x):
     return x
 
 
+def _arg_shapes(names, args, kwargs):
+    """((name, shape), ...) of a call's arguments that have a shape (arrays), by the function's parameter names; a
+    dict, list or tuple argument (a batch) one level down, as batch['x'] or batch[0]. At most 64."""
+    out = []
+
+    def take(name, v):
+        shape = getattr(v, "shape", None)
+        if type(shape) is tuple and len(out) < 64:
+            out.append((name, shape))
+
+    for i, v in enumerate(args):
+        name = names[i] if i < len(names) else "args[%d]" % i
+        if isinstance(v, dict):
+            for k, w in list(v.items())[:64]:
+                take("%s[%r]" % (name, k), w)
+        elif isinstance(v, (list, tuple)):
+            for j, w in enumerate(v[:64]):
+                take("%s[%d]" % (name, j), w)
+        else:
+            take(name, v)
+    for k, v in kwargs.items():
+        take(k, v)
+    return tuple(out)
+
+
 def _jit_calls(call, own, local, log, now):
     """A __call__ for jaxlib's PjitFunction around its own (`call`): logs each jitted function of the program (its
     code outside `own`, the jax and jaxlib directories) at its first call (k="fun") and each outermost call of one
-    (k="call"); calls made inside another (its tracing) and jax's own functions are passed through."""
+    (k="call", with its arguments' shapes, "in", when they differ from its call before); calls made inside another
+    (its tracing) and jax's own functions are passed through."""
     import functools
     import weakref
 
     known = {}  # id(function) -> (weak reference, its index in the log or -1), dropped with the function
     count = [0]  # the program's functions logged
+    params = {}  # index -> its parameter names
+    last_in = {}  # index -> the shapes of its call before
 
     def index_of(jitted):
         fun = getattr(jitted, "_fun", None)
@@ -254,6 +282,7 @@ def _jit_calls(call, own, local, log, now):
             count[0] += 1
             log.record(k="fun", i=i, name=str(getattr(fun, "__name__", "?")), file=where,
                        line=code.co_firstlineno if code else 0)
+            params[i] = code.co_varnames[:code.co_argcount] if code else ()
         key = id(jitted)
         try:
             known[key] = (weakref.ref(jitted, lambda _, key=key: known.pop(key, None)), i)
@@ -268,13 +297,21 @@ def _jit_calls(call, own, local, log, now):
         i = index_of(self) if entry is None else entry[1]
         if i < 0:
             return call(self, *args, **kwargs)
+        try:
+            shapes = _arg_shapes(params.get(i, ()), args, kwargs)
+        except Exception:
+            shapes = ()
         local.depth = 1
         t0 = now()
         try:
             return call(self, *args, **kwargs)
         finally:
             local.depth = 0
-            log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
+            if shapes == last_in.get(i):
+                log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
+            else:
+                last_in[i] = shapes
+                log.record(k="call", f=i, ts=t0, end=now(), **{"in": {n: list(v) for n, v in shapes}})
 
     return functools.wraps(call)(__call__)
 

@@ -147,6 +147,25 @@ bool next_line(LineReader& r, ImportSummary& s, std::string_view& line) {
   }
 }
 
+bool read_shape(const json::Value* shape, std::vector<int64_t>& out) {
+  if (!shape || shape->type != json::Value::kArray || shape->a.size() > kMaxInputs) return false;
+  for (const json::Value& d : shape->a) {
+    if (d.type != json::Value::kNumber || !d.integral || d.i < 0 || d.i >= kMaxTs) return false;
+    out.push_back(d.i);
+  }
+  return true;
+}
+
+bool read_shapes(const json::Value& inputs, InputShapes& out) {
+  if (inputs.type != json::Value::kObject || inputs.o.size() > kMaxInputs) return false;
+  for (const auto& [name, shape] : inputs.o) {
+    std::vector<int64_t> dims;
+    if (name.empty() || !read_shape(&shape, dims)) return false;
+    out.emplace_back(bounded(name, 256), std::move(dims));
+  }
+  return true;
+}
+
 std::string bounded(std::string_view text, size_t max) {
   if (text.size() <= max) return std::string(text);
   size_t n = max;

@@ -28,6 +28,7 @@ using import_common::kMaxTs;
 using import_common::to_int;
 using import_common::bounded;
 using import_common::valid_ts;
+using import_common::read_shape;
 constexpr const char* kDebugFile = "pt_xla_debug.txt";
 // Compilations one record of the hook may count: more is no sync's.
 constexpr int64_t kMaxCompilesPerRecord = 64;
@@ -41,7 +42,7 @@ struct Analysis {
   int64_t line = 0;
 };
 
-using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // input name -> shape
+using Shapes = import_common::InputShapes;  // input name -> shape
 
 // What the hook saw: a sync (a step), a forced evaluation, or a graph input.
 struct Event {
@@ -55,18 +56,6 @@ struct Event {
   Shapes inputs;
   bool empty = false;
 };
-
-constexpr size_t kMaxInputsPerSync = 64;
-
-// [d0, d1, ...]: sizes in 0..kMaxTs, at most 64 of them; false otherwise.
-bool read_shape(const json::Value* shape, std::vector<int64_t>& out) {
-  if (!shape || shape->type != json::Value::kArray || shape->a.size() > 64) return false;
-  for (const json::Value& d : shape->a) {
-    if (d.type != json::Value::kNumber || !d.integral || d.i < 0 || d.i >= kMaxTs) return false;
-    out.push_back(d.i);
-  }
-  return true;
-}
 
 struct Process {
   uint32_t pid = 0;
@@ -239,14 +228,7 @@ class XlaImporter : public import_common::Importer {
       if (cached->type != json::Value::kNumber || !cached->integral || cached->i < 0 || cached->i > kMaxCompilesPerRecord) return false;
       e.empty = cached->i == 0 && e.compiles == 0;
     }
-    if (const json::Value* inputs = v.get("inputs")) {
-      if (inputs->type != json::Value::kObject || inputs->o.size() > kMaxInputsPerSync) return false;
-      for (const auto& [name, shape] : inputs->o) {
-        std::vector<int64_t> dims;
-        if (name.empty() || !read_shape(&shape, dims)) return false;
-        e.inputs.emplace_back(bounded(name, 256), std::move(dims));
-      }
-    }
+    if (const json::Value* inputs = v.get("inputs"); inputs && !import_common::read_shapes(*inputs, e.inputs)) return false;
     return true;
   }
 
