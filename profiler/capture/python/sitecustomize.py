@@ -535,7 +535,8 @@ def _register_xla(torch_xla):
         debug_info = _XLAC._get_xla_tensor_debug_info
 
         def pending(tensor):  # a result the graph has yet to compute, not data moved to the device
-            return "XLAData: None" in debug_info(tensor)
+            info = debug_info(tensor)  # data: no IR, or the IR of device data ("XLAData: None" until it is first used)
+            return "IR: None" not in info and "] xla::device_data," not in info
     except Exception:
         def pending(tensor):
             return tensor.grad_fn is not None

@@ -120,8 +120,11 @@ class XlaImporter : public import_common::Importer {
       ++s_.malformed;
       return;
     }
-    // PyTorch/XLA's own frames, and a hook's wrapper (tc's sitecustomize): not the program's.
-    if (file.find("/torch_xla/") != std::string_view::npos || file.ends_with("/sitecustomize.py")) return;
+    // PyTorch/XLA's and torch's own frames (torch/_ops.py calls a hook's kernel), and a hook's (tc's
+    // sitecustomize): not the program's.
+    if (file.find("/torch_xla/") != std::string_view::npos || file.find("-packages/torch/") != std::string_view::npos ||
+        file.ends_with("/sitecustomize.py"))
+      return;
     a.function = bounded(body.substr(0, paren));
     a.file = bounded(file);
     a.line = *line;
