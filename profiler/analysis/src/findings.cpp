@@ -316,7 +316,7 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text) {
       const int64_t seen = static_cast<int64_t>(rec->second.size()), total = std::max(run.steps_of[upid], seen);
       recorded = {seen, total - seen};
       if (seen < total)
-        f.suggestion += " (" + std::to_string(total - seen) + " of " + std::to_string(total) + " steps have no record of " + dim_name +
+        f.suggestion += " (" + std::to_string(total - seen) + " of " + std::to_string(total) + (total - seen == 1 ? " steps has" : " steps have") + " no record of " + dim_name +
                         "'s size: the plan covers the " + std::to_string(seen) + " the hook saw.)";
     } else if (dyn != run.dynamic_at.end() && !short_last_batch) {
       // The sizes after the dim became dynamic are unknown: no size from this log is the data's largest.
