@@ -49,6 +49,9 @@ def child(case, calls):
     rows[case + ": CPU tensor bool()"] = per_call_us(lambda: bool(c), calls)
     rows[case + ": CPU tensor .to(float64)"] = per_call_us(lambda: v.to(torch.float64), calls)
     rows[case + ": CPU tensor .to(float32) (no copy)"] = per_call_us(lambda: v.to(torch.float32), calls)
+    rows[case + ": CPU tensor .tolist()"] = per_call_us(v.tolist, calls)
+    rows[case + ": CPU tensor .cpu()"] = per_call_us(v.cpu, calls)
+    rows[case + ": CPU tensor format()"] = per_call_us(lambda: format(c, ".3f"), calls)
     if case == "torch_xla":
         import torch_xla
 
@@ -59,6 +62,8 @@ def child(case, calls):
         few = max(1, calls // 20)
         rows[case + ": XLA tensor .item()"] = per_call_us(d.item, few)
         rows[case + ": CPU tensor .to(xla device)"] = per_call_us(lambda: v.to(dev), few)
+        x = torch.ones(4, device=dev)
+        rows[case + ": XLA tensor .to(float64)"] = per_call_us(lambda: x.to(torch.float64), few)
     return rows
 
 

@@ -90,8 +90,9 @@ TEST(HookTransparency, JaxJitIntrospection) {
   expect_same({}, "jax");
 }
 
-// With torch_xla imported, CPU tensors' item()/bool()/float()/int() are torch's own C methods (XLA tensors' reads
-// go through the hook's kernel: XlaPython.* checks what it records); the store has the XLA reads.
+// With torch_xla imported, CPU tensors' item()/bool()/float()/int()/to()/tolist()/cpu() are torch's own C methods
+// and printing is torch's own Python (XLA tensors' reads and copies go through the hook's kernels: XlaPython.* checks
+// what they record); the store has the XLA reads.
 TEST(HookTransparency, XlaLeavesCpuTensorReadsInC) {
   const std::string py = tc::test::python_sample::python("TC_TEST_XLA_PYTHON", ".tc-test-venv-xla");
   TC_REQUIRE_PYTHON_PEER(py, "torch_xla", {}, "scripts/test.sh installs torch-xla 2.9 into .tc-test-venv-xla");
@@ -101,9 +102,12 @@ TEST(HookTransparency, XlaLeavesCpuTensorReadsInC) {
   expect_same({}, "xla", out, py);
   auto r = tc::store::Reader::open(out);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto n = r->scalar_i64("SELECT count(*) FROM explicit_evaluations");
+  auto n = r->scalar_i64("SELECT count(*) FROM explicit_evaluations WHERE kind = 'item'");
   ASSERT_TRUE(n.ok()) << n.status().message();
   EXPECT_EQ(*n, 4);  // item(), bool(), float(), int() of the XLA tensor
+  auto copies = r->scalar_i64("SELECT count(*) FROM explicit_evaluations WHERE kind = 'to_host'");
+  ASSERT_TRUE(copies.ok()) << copies.status().message();
+  EXPECT_EQ(*copies, 2);  // tolist() and cpu() of an XLA tensor (the CPU tensor's item() after it is no read)
 }
 
 // Two workers by fork() and the parent, 5 optimizer steps each: 15 steps, 5 per process.

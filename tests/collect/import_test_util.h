@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include "support/json.h"
+#include "tc/analysis/report.h"
 #include "tc/import/import.h"
 #include "tc/store/reader.h"
 #include "tc/store/schema.h"
@@ -97,6 +100,36 @@ inline void expect_expected(const std::string& fixture, const std::string& got) 
     return;
   }
   EXPECT_EQ(got, body) << "diff against " << expected_path;
+}
+
+// The truth of the bucket scripts (samples/python/xla_loader_buckets.py,
+// jax_buckets.py; truth.json beside their fixtures): 11 steps; token_ids dim 1
+// padded to 32 (4 steps), 64 (5) and 128 (2), so padding to 128 is 50%
+// padding; a short last batch of 4 rows instead of 8. The shape findings of
+// `rep` must say so: each step under the size it ran, a pad size not below the
+// largest, the padding share within 5 points, every step recorded.
+inline void expect_bucket_truth(const tc::analysis::Report& rep) {
+  EXPECT_EQ(rep.summary.steps, 11);
+  const tc::analysis::Finding* length = nullptr;
+  const tc::analysis::Finding* batch = nullptr;
+  for (const auto& f : rep.findings) {
+    if (f.kind == "recompilation.shape_change" && f.identity.starts_with("token_ids dim 1:")) length = &f;
+    if (f.kind == "recompilation.shape_change" && f.identity == "token_ids dim 0: 4 8") batch = &f;
+  }
+  ASSERT_NE(length, nullptr);
+  EXPECT_EQ(length->identity, "token_ids dim 1: 32 64 128");
+  tc::test::JsonValue ev = tc::test::JsonParser(length->evidence_json).parse();
+  std::map<int64_t, int64_t> steps;
+  for (const auto& v : ev["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  EXPECT_EQ(steps, (std::map<int64_t, int64_t>{{32, 4}, {64, 5}, {128, 2}})) << length->evidence_json;
+  EXPECT_GE(ev["pad"]["to"].n, 128) << "never below the data's largest";
+  EXPECT_NEAR(ev["pad"]["padding_waste"].n, 0.5, 0.05) << "the data's padding share at 128";
+  EXPECT_EQ(ev["steps_recorded"].n, 11);
+  EXPECT_EQ(ev["steps_unrecorded"].n, 0);
+  EXPECT_TRUE(length->suggestion.find("Pad token_ids dim 1 to 128") != std::string::npos ||
+              length->suggestion.find("Bucket token_ids dim 1 as") != std::string::npos) << length->suggestion;
+  ASSERT_NE(batch, nullptr);
+  EXPECT_NE(batch->suggestion.find("short last batch (4 instead of 8)"), std::string::npos) << batch->suggestion;
 }
 
 }  // namespace tc::import::import_testing

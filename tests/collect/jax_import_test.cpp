@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -54,6 +55,9 @@ std::string tables(const std::string& path) {
        "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id WHERE e.framework = 'jax' ORDER BY e.ts, e.id");
   dump("steps: step, ms after the first compilation, ms",
        "SELECT step, printf('%.3f', (ts - " + t0 + ") / 1e6), printf('%.3f', dur / 1e6) FROM steps WHERE framework = 'jax' ORDER BY ts");
+  dump("step_inputs: step, input, shape",
+       "SELECT step, input, group_concat(value, 'x') FROM (SELECT * FROM step_inputs ORDER BY utid, step, input, dim) GROUP BY utid, step, input "
+       "ORDER BY utid, step, input");
   dump("framework_imports: framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note",
        "SELECT framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note FROM framework_imports");
   return tables.text();
@@ -142,6 +146,21 @@ TEST(JaxLogImport, FindingsOnTheImportedRun) {
   EXPECT_EQ(shape, 1);
   EXPECT_EQ(short_batch, 1);
   EXPECT_EQ(eval, 1);
+}
+
+// jax.jit with token_ids padded to 32, 64 or 128 with repeats: each step under
+// the size it ran against the script's own truth (truth.json beside the log:
+// 11 steps; 32 -> 4 steps, 64 -> 5, 128 -> 2; padding to 128 is 50% padding;
+// a short last batch of 4 rows). A repeat is a cache hit, not a compilation.
+TEST(JaxLogImport, Buckets) { diff_test("jax-0.10.2-buckets"); }
+
+TEST(JaxLogImport, BucketsFindingsMatchTheTruth) {
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "jax-0.10.2-buckets", "b"));
+  ASSERT_TRUE(r.ok());
+  auto rep = tc::analysis::analyze(*r);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  tc::import::import_testing::expect_bucket_truth(*rep);
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

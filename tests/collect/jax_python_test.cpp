@@ -7,6 +7,7 @@
 // TC_REQUIRE_PYTHON_PEERS=1. Two runs of 11 and 10 steps: about 15 s here.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -66,6 +67,11 @@ TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   }
   for (const auto& [rows, len] : shapes) lengths.insert(len);
   EXPECT_EQ(compiled, lengths) << a.out;
+  // Each step under the length it ran (the hook's record of each jitted call's arguments).
+  std::map<int64_t, int64_t> steps_per_length, truth;
+  for (const JsonValue& v : (*length)["evidence"]["values"].a) steps_per_length[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  for (const auto& [rows, len] : shapes) ++truth[len];
+  EXPECT_EQ(steps_per_length, truth) << a.out;
   const JsonValue& ev = (*length)["evidence"];
   EXPECT_GT(std::max(ev["pad"]["estimated_saving_s"].n, ev["buckets"]["estimated_saving_s"].n), 0) << a.out;
   EXPECT_GE(ev["pad"]["to"].n, static_cast<double>(*compiled.rbegin()));

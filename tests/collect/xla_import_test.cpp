@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -53,6 +54,9 @@ std::string tables(const std::string& path) {
        "FROM explicit_evaluations e JOIN locations l ON l.id = e.loc_id WHERE e.framework = 'torch_xla' ORDER BY e.ts, e.id");
   dump("steps: step, ms after the first compilation, ms",
        "SELECT step, printf('%.3f', (ts - " + t0 + ") / 1e6), printf('%.3f', dur / 1e6) FROM steps WHERE framework = 'torch_xla' ORDER BY ts");
+  dump("step_inputs: step, input, shape",
+       "SELECT step, input, group_concat(value, 'x') FROM (SELECT * FROM step_inputs ORDER BY utid, step, input, dim) GROUP BY utid, step, input "
+       "ORDER BY utid, step, input");
   dump("framework_imports: framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note",
        "SELECT framework, version, files, lines, records, compilations, explicit_evaluations, unknown_kinds, malformed, truncated, note FROM framework_imports");
   return tables.text();
@@ -109,6 +113,23 @@ TEST(XlaLogImport, FindingsOnTheImportedRun) {
   EXPECT_EQ(shape, 1);
   EXPECT_EQ(short_batch, 1);
   EXPECT_EQ(eval, 1);
+}
+
+// MpDeviceLoader (its sync at each batch, one before the first and one after
+// the last that run no graph) and token_ids padded to 32, 64 or 128 with
+// repeats: the steps, the shape change and its plan against the script's own
+// truth (truth.json beside the log: 11 steps; 32 -> 4 steps, 64 -> 5,
+// 128 -> 2; padding to 128 is 50% padding; a short last batch of 4 rows).
+TEST(XlaLogImport, LoaderBuckets) { diff_test("torch_xla-2.9.0-loader-buckets"); }
+
+TEST(XlaLogImport, LoaderBucketsFindingsMatchTheTruth) {
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "torch_xla-2.9.0-loader-buckets", "lb"));
+  ASSERT_TRUE(r.ok());
+  auto rep = tc::analysis::analyze(*r);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  for (const auto& f : rep->findings) EXPECT_NE(f.kind, "recompilation.structure_change") << f.title << ": only the shapes changed";
+  tc::import::import_testing::expect_bucket_truth(*rep);  // 11 steps, not the loader's 13 syncs
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

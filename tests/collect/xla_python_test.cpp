@@ -8,6 +8,7 @@
 // step's graphs anew on XLA's CPU client: about 30 s of CPU for both runs here.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ TEST(XlaPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   }
   for (const auto& [rows, len] : shapes) lengths.insert(len);
   EXPECT_EQ(compiled, lengths) << a.out;
+  // Each step under the length it ran (the hook's record of each sync's graph inputs), not under the last that compiled.
+  std::map<int64_t, int64_t> steps_per_length, truth;
+  for (const JsonValue& v : (*length)["evidence"]["values"].a) steps_per_length[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  for (const auto& [rows, len] : shapes) ++truth[len];
+  EXPECT_EQ(steps_per_length, truth) << a.out;
   const JsonValue& ev = (*length)["evidence"];
   EXPECT_GT(std::max(ev["pad"]["estimated_saving_s"].n, ev["buckets"]["estimated_saving_s"].n), 0) << a.out;
   EXPECT_GE(ev["pad"]["to"].n, static_cast<double>(*compiled.rbegin()));

@@ -9,8 +9,8 @@
   exit    prints, then os._exit(3) with no flush of Python's buffers but its own
   jax     jax.jit introspection: the type, the attributes, .lower()'s error, a call, the modules imported
   jaxexit jitted calls, then os._exit(0); jaxkill: the same, then SIGTERM to itself
-  xla     (torch_xla) what torch.Tensor's scalar reads are, and an XLA tensor read back: the hook must leave CPU
-          tensors' reads in C
+  xla     (torch_xla) what torch.Tensor's reads, copies and printing are, and an XLA tensor read back: the hook must
+          leave CPU tensors' methods torch's own
 """
 import os
 import sys
@@ -93,11 +93,15 @@ def xla_case():
     import torch
     import torch_xla
 
-    reads = ("item", "__bool__", "__float__", "__int__")
+    reads = ("item", "__bool__", "__float__", "__int__", "to", "tolist", "cpu", "numpy")
     print("reads", [(name, type(getattr(torch.Tensor, name)).__name__) for name in reads])
     print("from C", [getattr(torch.Tensor, name) is getattr(torch._C.TensorBase, name) for name in reads])
+    printing = ("__repr__", "__format__")
+    print("printing from torch", [os.path.basename(getattr(torch.Tensor, name).__code__.co_filename) for name in printing])
     x = (torch.ones(3).to(torch_xla.device()) * 2).sum()
     print("xla", x.item(), bool(x > 1), float(x), int(x))
+    v = torch.arange(3.0).to(torch_xla.device()) * 2
+    print("host", v.tolist(), v.cpu().sum().item() * 0)
 
 
 def jax_steps_then(end):

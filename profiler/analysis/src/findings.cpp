@@ -110,7 +110,36 @@ struct ShapeRun {
   std::map<InputKey, int64_t> first_old;  // value before the first change
   std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
   std::map<InputKey, int64_t> first_seen;  // the order of its first compilation_inputs row
+  // The hook's record of each step's inputs (step_inputs): (process, input, dim) -> (process, step) -> size.
+  std::map<InputKey, std::map<std::pair<int64_t, int64_t>, int64_t>> step_values;
+  std::map<std::pair<int64_t, int64_t>, double> step_exec_s;  // (process, step) -> its time less its compiling
+  std::map<int64_t, int64_t> steps_of;  // process -> its steps
 };
+
+// Each step's inputs as the hook saw them, and each step's time less the compiling inside it.
+void read_step_inputs(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
+  if (!r.has(store::schema::step_inputs, "value")) return;
+  std::map<int64_t, int64_t> upid_of;
+  for (auto q = r.query("SELECT utid, upid FROM threads"); q.next();) upid_of[q.i64(0)] = q.i64(1);
+  auto upid = [&](int64_t utid) {
+    auto it = upid_of.find(utid);
+    return it == upid_of.end() ? int64_t{0} : it->second;
+  };
+  for (auto q = r.query("SELECT utid, step, input, dim, value FROM step_inputs ORDER BY id"); q.next();) {
+    const int64_t p = upid(q.i64(0));
+    run.step_values[{p, text(q.text(2)), q.i64(3)}][{p, q.i64(1)}] = q.i64(4);
+  }
+  if (run.step_values.empty()) return;
+  for (const Step& st : report.steps) {
+    const int64_t p = upid(st.utid);
+    run.step_exec_s[{p, st.index}] += static_cast<double>(st.dur) / 1e9;
+    ++run.steps_of[p];
+  }
+  for (const auto& [gid, g] : run.graphs) {
+    auto it = run.step_exec_s.find({g.upid, g.step});
+    if (it != run.step_exec_s.end()) it->second = std::max(0.0, it->second - g.compile_s);
+  }
+}
 
 void read_shape_run(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
   const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
@@ -149,6 +178,24 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
     if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
   }
+  read_step_inputs(r, report, text, run);
+}
+
+// The steps of `by_value` counted again from the hook's record of each step's
+// size (a graph's executions count its cache hits under the size it compiled
+// for, and a dynamic graph's under one size); sizes only the steps saw are added.
+void steps_from_records(const ShapeRun& run, const std::map<std::pair<int64_t, int64_t>, int64_t>& steps, std::map<int64_t, DimValue>& by_value) {
+  for (auto& [v, d] : by_value) {
+    d.steps = 0;
+    d.execute_s = 0;
+  }
+  for (const auto& [step, v] : steps) {
+    DimValue& d = by_value[v];
+    d.value = v;
+    d.steps += 1;
+    auto t = run.step_exec_s.find(step);
+    if (t != run.step_exec_s.end()) d.execute_s += t->second;
+  }
 }
 
 // The values one dimension took, in order, with the compilations and executions of each.
@@ -180,6 +227,7 @@ std::vector<DimValue> observed_values(const ShapeRun& run, const InputKey& key, 
     }
     if (it != by_graph.end()) d.first_ts = g.ts;
   }
+  if (auto rec = run.step_values.find(key); rec != run.step_values.end()) steps_from_records(run, rec->second, by_value);
   std::vector<DimValue> observed;
   for (auto& [v, d] : by_value) observed.push_back(d);
   return observed;
@@ -225,7 +273,8 @@ void shape_suggestion(Finding& f, const std::string& dim_name, bool short_last_b
 }
 
 std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std::optional<int64_t> dynamic_from, const std::vector<DimValue>& observed,
-                           int64_t changes, double compile_s, const ShapePlan& plan, bool short_last_batch) {
+                           int64_t changes, double compile_s, const ShapePlan& plan, bool short_last_batch,
+                           std::optional<std::pair<int64_t, int64_t>> recorded) {
   const auto& [_, input, dim] = key;
   Json j;
   j.begin_object().field("input", input).field("dim", dim);
@@ -248,6 +297,8 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   j.end_array().field("padding_waste", plan.bucket_waste).field("estimated_total_s", plan.bucket_total_s);
   j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
   j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
+  // Steps whose sizes the hook recorded, and the steps of the process it did not.
+  if (recorded) j.field("steps_recorded", recorded->first).field("steps_unrecorded", recorded->second);
   j.end_object();
   return j.str();
 }
@@ -304,16 +355,25 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text, std
     const bool short_last_batch = dim == 0 && plan.short_batch;
     shape_suggestion(f, dim_name, short_last_batch, plan, changes, compile_s);
     auto dyn = run.dynamic_at.find(key);
-    if (dyn != run.dynamic_at.end() && !short_last_batch) {
-      f.suggestion += " (torch.compile made this dim dynamic at " + std::to_string(dyn->second) +
-                      ": the sizes of the steps after that are not in its log, so pad to the largest size your data can have, e.g. the "
-                      "tokenizer's max_length.)";
+    auto rec = run.step_values.find(key);
+    std::optional<std::pair<int64_t, int64_t>> recorded;
+    if (rec != run.step_values.end()) {
+      const int64_t seen = static_cast<int64_t>(rec->second.size()), total = std::max(run.steps_of[upid], seen);
+      recorded = {seen, total - seen};
+      if (seen < total)
+        f.suggestion += " (" + std::to_string(total - seen) + " of " + std::to_string(total) + (total - seen == 1 ? " steps has" : " steps have") + " no record of " + dim_name +
+                        "'s size: the plan covers the " + std::to_string(seen) + " the hook saw.)";
+    } else if (dyn != run.dynamic_at.end() && !short_last_batch) {
+      // The sizes after the dim became dynamic are unknown: no size from this log is the data's largest.
+      f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: "
+                     "torch.compile made this dim dynamic at " + std::to_string(dyn->second) + ", and the sizes of the steps after that are not "
+                     "in its log (the largest before it was " + std::to_string(hi) + ").";
     }
     for (const auto& d : observed)
       if (d.first_ts) f.anchors_ts.push_back(d.first_ts);
     f.evidence_json = shape_evidence(key, pid != run.pid_of.end() ? std::optional(pid->second) : std::nullopt,
                                      dyn != run.dynamic_at.end() ? std::optional(dyn->second) : std::nullopt, observed, changes, compile_s, plan,
-                                     short_last_batch);
+                                     short_last_batch, recorded);
     if (!others.empty()) {
       Json tied;
       tied.begin_array();

@@ -234,15 +234,43 @@ def _identity(x):
     return x
 
 
+def _arg_shapes(names, args, kwargs):
+    """((name, shape), ...) of a call's arguments that have a shape (arrays), by the function's parameter names; a
+    dict, list or tuple argument (a batch) one level down, as batch['x'] or batch[0]. At most 64."""
+    out = []
+
+    def take(name, v):
+        shape = getattr(v, "shape", None)
+        if type(shape) is tuple and len(out) < 64:
+            out.append((name, shape))
+
+    for i, v in enumerate(args):
+        name = names[i] if i < len(names) else "args[%d]" % i
+        if isinstance(v, dict):
+            for k, w in list(v.items())[:64]:
+                take("%s[%r]" % (name, k), w)
+        elif isinstance(v, (list, tuple)):
+            for j, w in enumerate(v[:64]):
+                take("%s[%d]" % (name, j), w)
+        else:
+            take(name, v)
+    for k, v in kwargs.items():
+        take(k, v)
+    return tuple(out)
+
+
 def _jit_calls(call, own, local, log, now):
     """A __call__ for jaxlib's PjitFunction around its own (`call`): logs each jitted function of the program (its
     code outside `own`, the jax and jaxlib directories) at its first call (k="fun") and each outermost call of one
-    (k="call"); calls made inside another (its tracing) and jax's own functions are passed through."""
+    (k="call", with its arguments' shapes, "in", when they differ from its call before); calls made inside another
+    (its tracing) and jax's own functions are passed through."""
     import functools
     import weakref
 
     known = {}  # id(function) -> (weak reference, its index in the log or -1), dropped with the function
     count = [0]  # the program's functions logged
+    params = {}  # index -> its parameter names
+    last_in = {}  # index -> the shapes of its call before
 
     def index_of(jitted):
         fun = getattr(jitted, "_fun", None)
@@ -254,6 +282,7 @@ def _jit_calls(call, own, local, log, now):
             count[0] += 1
             log.record(k="fun", i=i, name=str(getattr(fun, "__name__", "?")), file=where,
                        line=code.co_firstlineno if code else 0)
+            params[i] = code.co_varnames[:code.co_argcount] if code else ()
         key = id(jitted)
         try:
             known[key] = (weakref.ref(jitted, lambda _, key=key: known.pop(key, None)), i)
@@ -268,13 +297,21 @@ def _jit_calls(call, own, local, log, now):
         i = index_of(self) if entry is None else entry[1]
         if i < 0:
             return call(self, *args, **kwargs)
+        try:
+            shapes = _arg_shapes(params.get(i, ()), args, kwargs)
+        except Exception:
+            shapes = ()
         local.depth = 1
         t0 = now()
         try:
             return call(self, *args, **kwargs)
         finally:
             local.depth = 0
-            log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
+            if shapes == last_in.get(i):
+                log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
+            else:
+                last_in[i] = shapes
+                log.record(k="call", f=i, ts=t0, end=now(), **{"in": {n: list(v) for n, v in shapes}})
 
     return functools.wraps(call)(__call__)
 
@@ -439,15 +476,14 @@ def _xla_scalar_reads(torch, local, log, now, since_last, skip):
 
 
 def _register_xla(torch_xla):
-    """Writes DIR/xla-PID.log (DIR = TC_XLA_LOG_DIR): each torch_xla.sync() (xm.mark_step()) as a step, each forced
-    evaluation of an XLA tensor by the program's own code, each host-to-device .to() with its shape, and with each
-    the compilations and executions PyTorch/XLA's metrics counted since the last record."""
+    """Writes DIR/xla-PID.log (DIR = TC_XLA_LOG_DIR): each torch_xla.sync() (xm.mark_step()) as a step with the
+    shapes of the graph inputs it cut, each forced evaluation of an XLA tensor by the program's own code, and with
+    each the compilations, cache hits and executions PyTorch/XLA's metrics counted since the last record. Nothing
+    of torch.Tensor is replaced: CPU tensors run as they would."""
     directory = os.environ.get("TC_XLA_LOG_DIR")
     if not directory:
         return
     import functools
-    import linecache
-    import re
     import threading
     import time
 
@@ -468,7 +504,7 @@ def _register_xla(torch_xla):
     log.record(k="start", ts=now(), pid=log.pid, torch_xla=str(getattr(torch_xla, "__version__", "")),
                torch=str(getattr(torch, "__version__", "")))
     local = threading.local()
-    last = [0, 0, 0, 0]  # UncachedCompile, CompileTime total ns, ExecuteTime count, ExecuteTime total ns
+    last = [0, 0, 0, 0, 0]  # UncachedCompile, CompileTime total ns, ExecuteTime count, ExecuteTime total ns, CachedCompile
 
     def metric(name):
         m = xla_metric(name)
@@ -479,10 +515,11 @@ def _register_xla(torch_xla):
             c = int(xla_counter("UncachedCompile") or 0)
             ct = metric("CompileTime")[1]
             en, et = metric("ExecuteTime")
+            hits = int(xla_counter("CachedCompile") or 0)
         except Exception:
             return {}
-        d = dict(compiles=c - last[0], compile_ns=ct - last[1], executes=en - last[2], execute_ns=et - last[3])
-        last[:] = [c, ct, en, et]
+        d = dict(compiles=c - last[0], compile_ns=ct - last[1], executes=en - last[2], execute_ns=et - last[3], cached=hits - last[4])
+        last[:] = [c, ct, en, et, hits]
         return d
 
     since_last()
@@ -494,21 +531,34 @@ def _register_xla(torch_xla):
             frame = frame.f_back
         return frame
 
-    # Steps: each outermost sync (xm.mark_step() calls torch_xla.sync()).
+    try:
+        debug_info = _XLAC._get_xla_tensor_debug_info
+
+        def pending(tensor):  # a result the graph has yet to compute, not data moved to the device
+            info = debug_info(tensor)  # data: no IR, or the IR of device data ("XLAData: None" until it is first used)
+            return "IR: None" not in info and "] xla::device_data," not in info
+    except Exception:
+        def pending(tensor):
+            return tensor.grad_fn is not None
+
+    # Steps: each outermost sync (xm.mark_step() calls torch_xla.sync(); so does MpDeviceLoader at each batch), with
+    # the graph inputs it cuts: read before the sync, when results are still pending. One record per sync.
     original_sync = torch_xla.sync
 
     def sync(*args, **kwargs):
         if getattr(local, "busy", False):
             return original_sync(*args, **kwargs)
         local.busy = True
+        frame = caller(2)
+        inputs = _xla_graph_inputs(torch, frame, pending)
         t0 = now()
         try:
             return original_sync(*args, **kwargs)
         finally:
             local.busy = False
-            frame = caller(2)
+            extra = dict(inputs=inputs) if inputs else {}
             log.record(k="sync", ts=t0, end=now(), file=frame.f_code.co_filename if frame else "",
-                       line=frame.f_lineno if frame else 0, **since_last())
+                       line=frame.f_lineno if frame else 0, **since_last(), **extra)
 
     try:
         functools.update_wrapper(sync, original_sync)
@@ -519,52 +569,106 @@ def _register_xla(torch_xla):
     except Exception:
         pass
 
-    # Forced evaluations: an XLA tensor read back on the host by the program's own code.
-    Tensor = torch.Tensor
-
-    def program_frame(tensor, depth):
-        try:
-            if not tensor.is_xla:  # an XLA tensor's .device waits for its pending transfer: 0.5 ms
-                return None
-        except Exception:
-            return None
-        frame = caller(depth + 1)  # caller's own frame is one more
-        return frame if frame is not None and frame is sys._getframe(depth) else None
-
-    # item(), float(), int() and bool() of an XLA tensor: a kernel of aten::_local_scalar_dense for AutogradXLA
-    # (XLA tensors only: other tensors' reads stay in C).
+    # Forced evaluations: an XLA tensor read back on the host by the program's own code. Only XLA tensors reach
+    # these kernels (dispatch keys AutogradXLA and XLA): CPU tensors' methods stay torch's own, in C.
+    methods = ()  # what no kernel took: Tensor's methods wrapped instead (a torch too old for the kernels)
     if not _xla_scalar_reads(torch, local, log, now, since_last, skip):
-        _wrap_reads(Tensor, (("item", "item", "item()"), ("__float__", "item", "float()"), ("__int__", "item", "int()"),
-                             ("__bool__", "item", "bool()")), local, "busy", log, now, program_frame, since_last)
-    _wrap_reads(Tensor, (("tolist", "to_host", "tolist()"), ("cpu", "to_host", "cpu()"), ("numpy", "to_host", "numpy()"),
-                         ("__repr__", "print", "repr()"), ("__format__", "print", "format()")),
-                local, "busy", log, now, program_frame, since_last)
+        methods += (("item", "item", "item()"), ("__float__", "item", "float()"), ("__int__", "item", "int()"),
+                    ("__bool__", "item", "bool()"))
+    if not _xla_host_copies(torch, local, log, now, since_last, caller):
+        methods += (("tolist", "to_host", "tolist()"), ("cpu", "to_host", "cpu()"), ("__repr__", "print", "repr()"),
+                    ("__format__", "print", "format()"))
+    if methods:
+        def program_frame(tensor, depth):
+            try:
+                if not tensor.is_xla:  # an XLA tensor's .device waits for its pending transfer: 0.5 ms
+                    return None
+            except Exception:
+                return None
+            frame = caller(depth + 1)  # caller's own frame is one more
+            return frame if frame is not None and frame is sys._getframe(depth) else None
 
-    # Graph inputs: a host tensor moved to the XLA device by the program's own code, named by the variable it is
-    # assigned to on that line (`token_ids = batch.to(device)`), else by its file:line.
-    assigned = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=[^=]")
-    original_to = Tensor.to
+        _wrap_reads(torch.Tensor, methods, local, "busy", log, now, program_frame, since_last)
 
-    def to(self, *args, **kwargs):
-        out = original_to(self, *args, **kwargs)
-        try:
-            if out is self or not out.is_xla or self.is_xla:  # not out.device, out.shape: they wait for the transfer
-                return out
-            frame = sys._getframe(1)
-            where = frame.f_code.co_filename
-            if where.startswith(skip):
-                return out
-            m = assigned.match(linecache.getline(where, frame.f_lineno))
-            log.record(k="input", ts=now(), name=m.group(1) if m else "%s:%d" % (os.path.basename(where), frame.f_lineno),
-                       file=where, line=frame.f_lineno, shape=list(self.shape))
-        except Exception:
-            pass
-        return out
+
+def _xla_graph_inputs(torch, frame, pending):
+    """{name: shape} of the graph inputs in `frame`'s locals (the program's frame that called torch_xla.sync(), or
+    iterates MpDeviceLoader, whose sync cuts the step): XLA tensors that hold data (moved to the device, not results
+    pending in the graph) and are not parameters, by the name the program gave them; a dict, list or tuple of them
+    (a batch) one level down, as batch['input_ids'] or batch[0]."""
+    Tensor = torch.Tensor
+    found = {}
+    seen = set()
+
+    def take(name, value):
+        if isinstance(value, Tensor) and id(value) not in seen and len(found) < 64:
+            seen.add(id(value))
+            try:
+                if value.is_xla and value.dim() > 0 and not value.requires_grad and not pending(value):
+                    found[name] = list(value.shape)
+            except Exception:
+                pass
 
     try:
-        Tensor.to = functools.wraps(original_to)(to)
+        names = list(frame.f_locals.items()) if frame is not None else ()
     except Exception:
-        pass
+        return found
+    for name, value in names:
+        if isinstance(value, dict):
+            for k, v in list(value.items())[:64]:
+                if isinstance(k, str):
+                    take("%s[%r]" % (name, k), v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value[:64]):
+                take("%s[%d]" % (name, i), v)
+        else:
+            take(name, value)
+    return found
+
+
+def _xla_host_copies(torch, local, log, now, since_last, caller):
+    """Logs an XLA tensor copied to the host (tolist(), cpu(), .to("cpu"), printing it) as a forced evaluation: a
+    Python kernel of aten::_to_copy for the XLA key (below autograd: gradients are kept) that calls PyTorch/XLA's own
+    kernel, and logs only a copy to the CPU. The program's frame is the first outside torch and torch_xla; the call
+    is told from the line's text. False when torch cannot hand out the kernel it replaces."""
+    import linecache
+    import warnings
+
+    try:
+        xla_key = torch._C.DispatchKey.XLA
+        original = torch._C._dispatch_get_computed_kernel_for_dispatch_key("aten::_to_copy", xla_key)
+        library = torch.library.Library("aten", "IMPL")
+    except Exception:
+        return False
+    words = ((".tolist(", "to_host", "tolist()"), (".cpu(", "to_host", "cpu()"), (".to(", "to_host", ".to(cpu)"),
+             ("print(", "print", "print()"), ("format(", "print", "format()"), ("repr(", "print", "repr()"), ("str(", "print", "str()"),
+             ("f\"", "print", "format()"), ("f'", "print", "format()"))
+
+    def to_copy(keyset, tensor, **kwargs):
+        device = kwargs.get("device")
+        if device is None or device.type != "cpu" or getattr(local, "busy", False):
+            return original.call_boxed(keyset, tensor, **kwargs)
+        frame = caller(2)
+        local.busy = True
+        t0 = now()
+        try:
+            return original.call_boxed(keyset, tensor, **kwargs)
+        finally:
+            local.busy = False
+            if frame is not None:
+                text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+                kind, what = next(((k, w) for token, k, w in words if token in text), ("to_host", "cpu()"))
+                log.record(k="eval", ts=t0, dur=now() - t0, kind=kind, what=what, file=frame.f_code.co_filename,
+                           line=frame.f_lineno, fn=frame.f_code.co_name, **since_last())
+
+    try:
+        with warnings.catch_warnings():  # torch warns that a kernel is replaced: this one calls it
+            warnings.simplefilter("ignore")
+            library.impl("_to_copy", to_copy, "XLA", with_keyset=True)
+    except Exception:
+        return False
+    _XLA_LIBRARY.append(library)
+    return True
 
 
 def _install():

@@ -147,6 +147,25 @@ bool next_line(LineReader& r, ImportSummary& s, std::string_view& line) {
   }
 }
 
+bool read_shape(const json::Value* shape, std::vector<int64_t>& out) {
+  if (!shape || shape->type != json::Value::kArray || shape->a.size() > kMaxInputs) return false;
+  for (const json::Value& d : shape->a) {
+    if (d.type != json::Value::kNumber || !d.integral || d.i < 0 || d.i >= kMaxTs) return false;
+    out.push_back(d.i);
+  }
+  return true;
+}
+
+bool read_shapes(const json::Value& inputs, InputShapes& out) {
+  if (inputs.type != json::Value::kObject || inputs.o.size() > kMaxInputs) return false;
+  for (const auto& [name, shape] : inputs.o) {
+    std::vector<int64_t> dims;
+    if (name.empty() || !read_shape(&shape, dims)) return false;
+    out.emplace_back(bounded(name, 256), std::move(dims));
+  }
+  return true;
+}
+
 std::string bounded(std::string_view text, size_t max) {
   if (text.size() <= max) return std::string(text);
   size_t n = max;
@@ -324,6 +343,15 @@ Status Importer::write_input(int64_t utid, int64_t graph, const std::string& inp
   if (!counted && !room(store::schema::compilation_inputs)) return Status::Ok();
   return t_.writer->row(store::schema::compilation_inputs)
       .null().i64(utid).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).i64(dynamic ? 1 : 0).insert();
+}
+
+Status Importer::write_step_input(int64_t utid, int64_t step, const std::string& input, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!room(store::schema::step_inputs)) break;
+    TC_RETURN_IF_ERROR(
+        t_.writer->row(store::schema::step_inputs).null().i64(utid).i64(step).text(input).i64(static_cast<int64_t>(d)).i64(shape[d]).insert());
+  }
+  return Status::Ok();
 }
 
 int64_t Importer::utid(uint32_t pid) {

@@ -101,6 +101,14 @@ void for_each_record(LineReader& r, ImportSummary& s, Each&& each) {
 // `text` cut to at most kMaxText bytes (not inside a UTF-8 sequence).
 std::string bounded(std::string_view text, size_t max = kMaxText);
 
+// Input shapes as the Python hook writes them: {"name": [d0, d1, ...], ...}.
+using InputShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+inline constexpr size_t kMaxInputs = 64;  // inputs of one record, and dims of one input, at most
+// [d0, d1, ...]: at most kMaxInputs sizes in 0..kMaxTs; false otherwise.
+bool read_shape(const json::Value* shape, std::vector<int64_t>& out);
+// An object of named shapes, names not empty (bounded to 256 bytes); false otherwise.
+bool read_shapes(const json::Value& inputs, InputShapes& out);
+
 // The names in `dir` ending in ".log" and starting with `prefix` (never with
 // '.'), sorted. *why: why a directory that exists could not be read ("" when
 // it was read, or does not exist).
@@ -195,6 +203,10 @@ class Importer {
   // `counted`: room() was asked already.
   Status write_input(int64_t utid, int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value,
                      bool dynamic = false, bool counted = false);
+
+  // step_inputs rows: each dimension of `shape`, `input`'s size in step
+  // `step`; as many as the cap leaves room for.
+  Status write_step_input(int64_t utid, int64_t step, const std::string& input, const std::vector<int64_t>& shape);
 
   ImportTarget& t_;
   const ImportLimits& limits_;

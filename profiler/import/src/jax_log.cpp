@@ -191,6 +191,8 @@ struct Compilation {
 
 struct Call {
   int64_t f = 0, ts = 0, end = 0;
+  // Its arguments' shapes when they differ from the function's call before ("in"); else the same as that one's.
+  std::optional<import_common::InputShapes> in;
 };
 
 struct Eval {
@@ -264,9 +266,12 @@ class JaxImporter : public import_common::Importer {
       auto f = v.int64("f");
       auto end = v.int64("end");
       if (!f || !valid_ts(ts) || !valid_ts(end) || *end < *ts || !in_run(*ts, *end - *ts)) return false;
+      import_common::InputShapes in;
+      const json::Value* shapes = v.get("in");
+      if (shapes && !import_common::read_shapes(*shapes, in)) return false;
       if (!keep(store::schema::steps, kept_calls_)) return true;
       ++kept_calls_;
-      p.calls.push_back({*f, *ts, *end});
+      p.calls.push_back({*f, *ts, *end, shapes ? std::optional(std::move(in)) : std::nullopt});
       p.last_ts = std::max(p.last_ts, *end);
     } else if (k == "eval") {
       auto dur = v.int64("dur");
@@ -388,10 +393,24 @@ class JaxImporter : public import_common::Importer {
         }
       }
       std::vector<const Call*> steps;
-      for (const Call& c : p.calls)
-        if (c.f == step_fun) steps.push_back(&c);
-      std::sort(steps.begin(), steps.end(), [](const Call* a, const Call* b) { return a->ts < b->ts; });
+      const import_common::InputShapes* shapes = nullptr;  // the last "in" of the step function, in log order
+      std::vector<const import_common::InputShapes*> shapes_of;  // each step's, parallel to steps
+      for (const Call& c : p.calls) {
+        if (c.f != step_fun) continue;
+        if (c.in) shapes = &*c.in;
+        steps.push_back(&c);
+        shapes_of.push_back(shapes);
+      }
       for (size_t i = 0; i < steps.size(); ++i) {
+        if (i > 0 && steps[i]->ts < steps[i - 1]->ts) {
+          shapes_of.assign(steps.size(), nullptr);  // not in call order: what each call carried over is unknown
+          break;
+        }
+      }
+      std::stable_sort(steps.begin(), steps.end(), [](const Call* a, const Call* b) { return a->ts < b->ts; });
+      for (size_t i = 0; i < steps.size(); ++i) {
+        if (shapes_of[i])
+          for (const auto& [name, dims] : *shapes_of[i]) TC_RETURN_IF_ERROR(write_step_input(u, static_cast<int64_t>(i), name, dims));
         const int64_t from = steps[i]->ts;
         const int64_t to = i + 1 < steps.size() ? steps[i + 1]->ts : std::max(steps[i]->end, p.last_ts);
         if (!room(store::schema::steps)) continue;

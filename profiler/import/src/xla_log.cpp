@@ -28,6 +28,7 @@ using import_common::kMaxTs;
 using import_common::to_int;
 using import_common::bounded;
 using import_common::valid_ts;
+using import_common::read_shape;
 constexpr const char* kDebugFile = "pt_xla_debug.txt";
 // Compilations one record of the hook may count: more is no sync's.
 constexpr int64_t kMaxCompilesPerRecord = 64;
@@ -41,12 +42,19 @@ struct Analysis {
   int64_t line = 0;
 };
 
+using Shapes = import_common::InputShapes;  // input name -> shape
+
 // What the hook saw: a sync (a step), a forced evaluation, or a graph input.
 struct Event {
   enum Kind { kSync, kEval, kInput } kind = kSync;
   int64_t ts = 0, end = 0, line = 0, compiles = 0, compile_ns = 0;
   std::string file, fn, what, eval_kind, name;
   std::vector<int64_t> shape;
+  // A sync: the graph inputs it cut (the XLA tensors of its caller's frame),
+  // and whether it ran no graph (MpDeviceLoader's sync before the first batch
+  // and after the last): then it is not a step.
+  Shapes inputs;
+  bool empty = false;
 };
 
 struct Process {
@@ -112,8 +120,11 @@ class XlaImporter : public import_common::Importer {
       ++s_.malformed;
       return;
     }
-    // PyTorch/XLA's own frames, and a hook's wrapper (tc's sitecustomize): not the program's.
-    if (file.find("/torch_xla/") != std::string_view::npos || file.ends_with("/sitecustomize.py")) return;
+    // PyTorch/XLA's and torch's own frames (torch/_ops.py calls a hook's kernel), and a hook's (tc's
+    // sitecustomize): not the program's.
+    if (file.find("/torch_xla/") != std::string_view::npos || file.find("-packages/torch/") != std::string_view::npos ||
+        file.ends_with("/sitecustomize.py"))
+      return;
     a.function = bounded(body.substr(0, paren));
     a.file = bounded(file);
     a.line = *line;
@@ -192,14 +203,7 @@ class XlaImporter : public import_common::Importer {
   // A graph input the program moved to the device: its name and shape.
   static bool input(Event& e, const json::Value& v) {
     auto name = v.str("name");
-    const json::Value* shape = v.get("shape");
-    bool ok = name && !name->empty() && shape && shape->type == json::Value::kArray && shape->a.size() <= 64;
-    for (size_t i = 0; ok && i < shape->a.size(); ++i) {
-      const json::Value& d = shape->a[i];
-      ok = d.type == json::Value::kNumber && d.integral && d.i >= 0 && d.i < kMaxTs;
-      if (ok) e.shape.push_back(d.i);
-    }
-    if (!ok) return false;
+    if (!name || name->empty() || !read_shape(v.get("shape"), e.shape)) return false;
     e.kind = Event::kInput;
     e.name = bounded(*name, 256);
     e.end = e.ts;
@@ -222,6 +226,12 @@ class XlaImporter : public import_common::Importer {
     if (!valid_ts(end) || *end < e.ts) return false;
     e.kind = Event::kSync;
     e.end = *end;
+    // "cached": the cache hits PyTorch/XLA counted (hooks before it did not say).
+    if (const json::Value* cached = v.get("cached")) {
+      if (cached->type != json::Value::kNumber || !cached->integral || cached->i < 0 || cached->i > kMaxCompilesPerRecord) return false;
+      e.empty = cached->i == 0 && e.compiles == 0;
+    }
+    if (const json::Value* inputs = v.get("inputs"); inputs && !import_common::read_shapes(*inputs, e.inputs)) return false;
     return true;
   }
 
@@ -243,7 +253,7 @@ class XlaImporter : public import_common::Importer {
     int64_t utid = 0, step = 0, next_graph = 0;
     std::map<std::string, int64_t> compiled;  // structure -> its compilations so far
     // This step's graph inputs and the step before's: name -> shape, in the order first moved.
-    std::vector<std::pair<std::string, std::vector<int64_t>>> now, before;
+    Shapes now, before;
     std::map<std::string, size_t, std::less<>> now_at, before_at;  // name -> index
     std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> dims;  // input, dim, old, new: now against before
     bool dims_stale = false;
@@ -256,7 +266,7 @@ class XlaImporter : public import_common::Importer {
     int64_t from = p.start;
     int64_t step = 0;
     for (const Event& e : p.events) {
-      if (e.kind != Event::kSync) continue;
+      if (e.kind != Event::kSync || e.empty) continue;
       if (from == 0 || from > e.ts) from = e.ts;  // no start record, or one after the first sync
       if (!room(store::schema::steps)) continue;
       TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(g.utid).i64(from).i64(e.end - from).i64(step++).i64(0).text("torch_xla").insert());
@@ -265,6 +275,8 @@ class XlaImporter : public import_common::Importer {
     }
     s_.step_function = "torch_xla.sync";
     g.next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
+    size_t next_sync = 0;  // the sync that ends this step: its graph inputs are the step's
+    step_inputs_from_sync(p, g, next_sync);
     for (const Event& e : p.events) {
       if (e.kind == Event::kInput) {
         if (g.now_at.try_emplace(e.name, g.now.size()).second) {
@@ -279,7 +291,8 @@ class XlaImporter : public import_common::Importer {
         TC_RETURN_IF_ERROR(write_evaluation({.utid = g.utid, .ts = e.ts, .dur = e.end - e.ts, .step = g.step, .kind = e.eval_kind, .location = *loc, .what = e.what}));
       }
       for (int64_t c = 0; c < e.compiles; ++c) TC_RETURN_IF_ERROR(write_compilation(g, e, c));
-      if (e.kind == Event::kSync) {
+      if (e.kind == Event::kSync && !e.empty) {
+        for (const auto& [name, shape] : g.now) TC_RETURN_IF_ERROR(write_step_input(g.utid, g.step, name, shape));
         ++g.step;
         if (!g.now.empty()) {
           g.before = std::move(g.now);
@@ -288,9 +301,21 @@ class XlaImporter : public import_common::Importer {
         }
         g.now.clear();
         g.now_at.clear();
+        step_inputs_from_sync(p, g, ++next_sync);
       }
     }
     return Status::Ok();
+  }
+
+  // The graph inputs of the step that the first sync from `next_sync` on ends
+  // (a step sync, `next_sync` moved to it), when the hook recorded them there.
+  static void step_inputs_from_sync(const Process& p, Graphs& g, size_t& next_sync) {
+    while (next_sync < p.events.size() && (p.events[next_sync].kind != Event::kSync || p.events[next_sync].empty)) ++next_sync;
+    if (next_sync == p.events.size()) return;
+    for (const auto& [name, shape] : p.events[next_sync].inputs) {
+      if (g.now_at.try_emplace(name, g.now.size()).second) g.now.emplace_back(name, shape);
+      g.dims_stale = true;
+    }
   }
 
   // The dims of this step's inputs that changed since the step before (computed once per change).

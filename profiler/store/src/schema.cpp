@@ -125,6 +125,15 @@ constexpr ColumnDecl kFrameworkImportsColumns[] = {
     {"note", "TEXT", "one line on anything else worth saying (a size limit hit, an unreadable file); NULL if nothing"},
 };
 
+constexpr ColumnDecl kStepInputsColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread whose step it is (threads.utid)"},
+    {"step", "INTEGER", "the step (steps.step of the same thread)"},
+    {"input", "TEXT", "the input's name as the program wrote it: the compiled function's parameter (torch.compile, jax), the variable that holds the graph input (torch_xla)"},
+    {"dim", "INTEGER", "the dimension"},
+    {"value", "INTEGER", "its size in this step"},
+};
+
 constexpr IndexDecl kCompilationsIndexes[] = {{"compilations_graph_id", "graph_id"}};
 constexpr IndexDecl kExecutionsIndexes[] = {{"executions_graph_id", "graph_id"}};
 constexpr IndexDecl kExplicitEvaluationsIndexes[] = {{"explicit_evaluations_loc_id", "loc_id"}};
@@ -298,6 +307,12 @@ const TableDecl framework_imports{"framework_imports",
                                   "and PyTorch/XLA logs), and what it skipped: one row per import.",
                                   kFrameworkImportsColumns, {}, false, {}, 4};
 
+const TableDecl step_inputs{"step_inputs",
+                             "The shapes of each step's inputs, as tc's Python hook saw them (one record per step: the compiled "
+                             "function's arguments for torch.compile and jax, the graph inputs at the sync for torch_xla): one row per "
+                             "input dimension per step.",
+                             kStepInputsColumns, {}, false, {}, 6};
+
 const TableDecl counter_series{"counter_series",
                                "One row per counter, computed from counters when the run ends, so readers need not scan counters "
                                "for a peak or a last value. Empty in a store whose writer was killed.",
@@ -311,7 +326,8 @@ const TableDecl* record_table(uint16_t kind) { return trace::record_decl(kind) ?
 namespace {
 // Every table that is not a record's, in creation order; the record tables follow.
 constexpr const TableDecl* kBaseTables[] = {&run,      &strings,        &locations, &processes, &threads,
-                                            &ranges,   &instants, &counters,       &counter_series, &dropped, &framework_imports};
+                                            &ranges,   &instants, &counters,       &counter_series, &dropped, &framework_imports,
+                                            &step_inputs};
 }  // namespace
 
 std::span<const TableDecl* const> all_tables() {

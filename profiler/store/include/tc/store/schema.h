@@ -33,7 +33,8 @@ namespace tc::store {
 //     explicit_evaluations.framework/reason.
 // v5: GPU activity from CUPTI: gpu_activity, gpu_capture; run.cupti.
 // v6: explicit_evaluations.code/broke_at (torch.compile's graph-break registry
-//     code, and the library frame a break happened in).
+//     code, and the library frame a break happened in); step_inputs (the
+//     shapes of each step's inputs, from the Python hook).
 inline constexpr int kSchemaVersion = 6;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
@@ -82,6 +83,8 @@ std::span<const StoreColumn> store_columns(std::string_view table);
 extern const TableDecl run, strings, locations, processes, threads, ranges, instants, counters, dropped;
 // What each framework importer read, one row per import (v4).
 extern const TableDecl framework_imports;
+// The shapes of each step's inputs, from the Python hook (v6).
+extern const TableDecl step_inputs;
 // Derived at finalize.
 extern const TableDecl counter_series;
 // Compiler and runtime records, one table per kind of tc/trace/records.h
