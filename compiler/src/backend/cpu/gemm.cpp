@@ -181,6 +181,15 @@ bool gemm_kernel_available(GemmKernel k) {
   return false;
 }
 
+const char* cpu_isa() {
+  switch (widest()) {
+    case GemmKernel::avx512: return "avx512f";
+    case GemmKernel::avx2: return "avx2+fma";
+    case GemmKernel::blas: break;
+  }
+  return "baseline";
+}
+
 GemmKernel gemm_kernel() {
   static const GemmKernel chosen = choose();
   return chosen;

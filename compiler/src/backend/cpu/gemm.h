@@ -37,6 +37,9 @@ const char* gemm_kernel_name(GemmKernel k);
 
 // Whether this CPU (and build) can run the kernel.
 bool gemm_kernel_available(GemmKernel k);
+// The widest vector instruction set this CPU (and build) has for products:
+// "avx512f", "avx2+fma" or "baseline" (the roofline records it).
+const char* cpu_isa();
 
 // The kernel sgemm uses, chosen once per process: TC_GEMM (avx512, avx2 or
 // blas) when set, else the widest the CPU has. Throws tc::Error for a

@@ -32,7 +32,8 @@ namespace tc::store {
 //     compilations.framework/frame/failure, compilation_inputs.dynamic,
 //     explicit_evaluations.framework/reason.
 // v5: GPU activity from CUPTI: gpu_activity, gpu_capture; run.cupti.
-inline constexpr int kSchemaVersion = 5;           // PRAGMA user_version
+// v6: ceilings.isa, ceilings.kernel, ceilings.threads (what the roofline was measured on).
+inline constexpr int kSchemaVersion = 6;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {
