@@ -2,7 +2,8 @@
 // libtorch, JAX and torch 2.15 (eager and torch.compile, with
 // --torch-python), in one harness run that prints one table per model; with
 // --neighbour busy, the contention table (each contender alone and beside a
-// process spinning on one core).
+// process spinning on one core). Under each table's title, the CPU it ran on:
+// model, ISA, the product kernel (TC_GEMM) and the load average.
 //
 // Each contender runs in a child process of this harness with the thread
 // settings it is measured under (they are printed in the table): a library's
@@ -23,6 +24,8 @@
 
 #include <CLI/CLI.hpp>
 #include <tc/tc.h>
+
+#include "backend/cpu/gemm.h"  // compiler/src: the CPU line of each table
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,6 +258,13 @@ std::string self_exe() {
   return ec ? "tc-bench-compiler" : p.string();
 }
 
+// The line under each table's title: which CPU, ISA and product kernel (TC_GEMM reaches the children too), and the load.
+void print_machine() {
+  double load[3] = {NAN, NAN, NAN};
+  if (::getloadavg(load, 3) != 3) load[0] = load[1] = load[2] = NAN;
+  std::printf("on %s; load average %.2f %.2f %.2f\n", tc::detail::cpu::machine_line().c_str(), load[0], load[1], load[2]);
+}
+
 std::string fmt(double v, const char* f = "%.2f") {
   if (std::isnan(v)) return "-";
   char b[64];
@@ -291,6 +301,7 @@ int contention_table(const std::string& model, const std::vector<Contender>& cs,
   }
   std::printf("\n%s: ms per training step alone and beside one busy process (while true) on %ld cores, %d rounds of %d steps\n",
               model.c_str(), ::sysconf(_SC_NPROCESSORS_ONLN), rounds, steps);
+  print_machine();
   std::printf("%-16s %-18s %10s %10s %10s %10s %10s %12s %14s\n", "contender", "threads", "quiet", "quiet max", "busy",
               "busy mean", "busy max", "busy/quiet", "max/busy med");
   std::map<std::string, double> quiet_median;
@@ -329,7 +340,7 @@ int main(int argc, char** argv) {
   std::string child, model_opt = "both", jax_python, torch_python, cache_dir, baseline, neighbour;
   int rounds = 5, steps = 30;
   int64_t seq = 64;
-  bool no_torch = false, recording = false;
+  bool no_torch = false, recording = false, no_torch_compile = false;
   CLI::App app{"Training-step time of tc (compiled, eager) vs libtorch and JAX jit on the CPU: an MLP\n"
                "784-512-512-10 (batch 128) and a Transformer encoder layer (batch 16, seq 64, d 128),\n"
                "SGD, fp32. Each contender runs in its own child process with the thread settings shown;\n"
@@ -351,6 +362,8 @@ int main(int argc, char** argv) {
                  "its busy step")
       ->check(CLI::IsMember({"busy"}));
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
+  app.add_flag("--no-torch-compile", no_torch_compile,
+               "With --torch-python: torch eager only, without torch.compile (whose compilation takes most of a round)");
   app.add_flag("--recording", recording,
                "Add tc compiled while recording into a store (TC_PROFILE: every kernel timed): what profiling costs a step");
   app.add_option("--baseline", baseline,
@@ -437,9 +450,10 @@ int main(int argc, char** argv) {
       std::string inductor_cache = cold.string() + "-inductor";
       cs.push_back({"torch eager", "OMP 2", {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq},
                     {{"OMP_NUM_THREADS", "2"}}});
-      cs.push_back({"torch.compile", "OMP 2, inductor",
-                    {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq, "--compile"},
-                    {{"OMP_NUM_THREADS", "2"}, {"TORCHINDUCTOR_CACHE_DIR", inductor_cache}}, inductor_cache});
+      if (!no_torch_compile)
+        cs.push_back({"torch.compile", "OMP 2, inductor",
+                      {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq, "--compile"},
+                      {{"OMP_NUM_THREADS", "2"}, {"TORCHINDUCTOR_CACHE_DIR", inductor_cache}}, inductor_cache});
     }
     if (!neighbour.empty()) {
       failures += contention_table(model, cs, rounds, steps);
@@ -477,6 +491,7 @@ int main(int argc, char** argv) {
     std::printf("\n%s%s: median ms per training step over %d rounds of %d steps (ratio: vs %s)\n", model.c_str(),
                 model == "transformer" ? (" seq " + std::to_string(seq)).c_str() : "", rounds, steps,
                 ref < cs.size() ? (cs[ref].name + ", " + cs[ref].threads).c_str() : "-");
+    print_machine();
     std::printf("%-16s %-18s %10s %8s %10s %10s %14s %12s\n", "contender", "threads", "ms/step", "ratio", "min", "max",
                 "first step ms", "loss 0 -> N");
     for (std::size_t i = 0; i < cs.size(); ++i) {

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     if (cpu::gemm_kernel_available(k)) kernels.push_back(k);
   cpu::SingleThreadedBlas one;  // the pool splits; BLAS runs on one thread, as in a compiled graph
 
+  std::printf("on %s\n", cpu::machine_line().c_str());
   std::printf("GFLOP/s, median of %d batches of %.0f ms; threads: 1, then %d (tc's pool, columns split as generated code does)\n",
               rounds, batch_ms, cpu::pool_threads());
   std::printf("%-30s %5s %5s %5s %2s", "product", "m", "n", "k", "t");

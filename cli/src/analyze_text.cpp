@@ -336,7 +336,10 @@ void print_kernels(const std::string& store, const analysis::KernelTable& t, boo
   std::printf("%s: execute %s, of it in timed kernels %s (%.0f%%)", shown(store).c_str(), secs(t.execute_s).c_str(), secs(t.kernel_s).c_str(),
               t.execute_s > 0 ? 100 * t.kernel_s / t.execute_s : 0.0);
   if (t.peak_gflops > 0) std::printf("; ceilings %.0f GFLOP/s, %.0f GB/s", t.peak_gflops, t.peak_gbps);
+  if (!t.gemm_kernel.empty())
+    std::printf(" (%s, product kernel %s, %lld threads)", shown(t.isa).c_str(), shown(t.gemm_kernel).c_str(), static_cast<long long>(t.threads));
   std::printf("\n");
+  for (const std::string& n : t.notes) std::printf("  %s\n", shown(n).c_str());
   if (t.rows.empty() && t.gpu.kernels.empty() && t.gpu.copies.empty()) {
     std::printf("  no kernel timings in this store: %s\n", why_none.c_str());
   }

@@ -452,7 +452,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
     if (events::timing_kernels() && !events::ceilings_recorded()) {
       // The roofline kernels are put against: cached per machine, measured once (~0.2 s).
       Backend::Ceilings ce = backend().ceilings();
-      events::on_ceilings(backend().name(), ce.gflops, ce.gbps, ce.cached ? "cached" : "measured");
+      events::on_ceilings(backend().name(), {ce.gflops, ce.gbps, ce.cached ? "cached" : "measured", ce.isa, ce.kernel, ce.threads});
     }
     uint64_t erased = structure_hash(l.g, false);
     exe = compile(g, l, sig, erased, trigger, site);

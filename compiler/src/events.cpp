@@ -217,10 +217,12 @@ namespace {
 std::atomic<uint32_t> g_ceilings_session{0};
 }
 
-void on_ceilings(const char* backend, double gflops, double gbps, const char* source) {
+void on_ceilings(const char* backend, const CeilingsRecord& c) {
   if (!tr::enabled()) return;
   g_ceilings_session.store(tr::detail::g_session.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  tr::emit(tr::rec::Ceilings{.backend = tr::intern(backend), .gflops = gflops, .gbps = gbps, .source = tr::intern(source)});
+  auto text = [](std::string_view s) { return s.empty() ? tr::StringId{} : tr::intern(s); };
+  tr::emit(tr::rec::Ceilings{.backend = tr::intern(backend), .gflops = c.gflops, .gbps = c.gbps, .source = tr::intern(c.source),
+                             .isa = text(c.isa), .kernel = text(c.kernel), .threads = c.threads});
 }
 
 bool ceilings_recorded() {

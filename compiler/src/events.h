@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <string_view>
 
 #include "tc/error.h"
 
@@ -91,7 +92,13 @@ void on_eager_op_time(int64_t execution_id, int64_t kernel, uint64_t start, uint
 // that what was described once per session is described again.
 uint32_t recording_session();
 // The machine's ceilings for the roofline (once per run and backend).
-void on_ceilings(const char* backend, double gflops, double gbps, const char* source);
+struct CeilingsRecord {
+  double gflops = 0, gbps = 0;
+  const char* source = "";       // "measured" or "cached"
+  std::string_view isa, kernel;  // "" where the backend does not say
+  int64_t threads = 0;
+};
+void on_ceilings(const char* backend, const CeilingsRecord& c);
 // True once on_ceilings() ran in this recording session.
 bool ceilings_recorded();
 // A setting this process chose (run_env; one row per distinct name and value),

@@ -120,7 +120,9 @@ class StoreBuilder {
   void kernel_run(int64_t execution, int64_t graph, int64_t k, int64_t ts, int64_t dur) {
     ok(w_->row(schema::kernel_executions).null().i64(1).i64(execution).i64(graph).i64(k).i64(ts).i64(dur).insert());
   }
-  void ceilings(double gflops, double gbps) { ok(w_->row(schema::ceilings).null().i64(1).text("cpu").f64(gflops).f64(gbps).text("measured").insert()); }
+  void ceilings(double gflops, double gbps) {
+    ok(w_->row(schema::ceilings).null().i64(1).text("cpu").f64(gflops).f64(gbps).text("measured").text("avx2+fma").text("avx2").i64(2).insert());
+  }
   void finish_without_analysis() { ok(w_->finalize()); }
   // Finalizes, then (version < kSchemaVersion) turns the store into one of that older schema version.
   ta::Report finish(int version = tc::store::kSchemaVersion, const ta::Options& options = {}) {
@@ -746,6 +748,80 @@ TEST(Kernels, RatesComeFromTheKernelIrCountsAndTheirTime) {
   ASSERT_TRUE(by_site.ok());
   ASSERT_EQ(by_site->rows.size(), 2u);
   EXPECT_EQ(by_site->rows[0].name, "train.cpp:88") << "a kernel counts for its first line";
+}
+
+// A kernel faster than the probe's ceiling means the probe measured low (a
+// busy machine, one thread): the ceiling in use is raised to the fastest
+// kernel's rate, a note names it, and no kernel is put above 100% of it, in
+// either grouping, in JSON, or in kernel.hotspot. A kernel with under 1% of
+// the kernel time does not raise it (its rate is timer noise) but is clamped.
+TEST(Kernels, AKernelAboveTheCeilingMeansTheProbeMeasuredLow) {
+  TempDir dir;
+  StoreBuilder b(dir.file("low.tcdb"));
+  b.run(10'000'000'000);
+  b.step(0, 0, 1'000'000'000);
+  b.execution(1, 0, 0, 400'000'000);
+  b.kernel(1, 0, "matmul", "matmul", 1'000'000, 1'570'000'000, "/src/train.cpp:88");         // 157 GFLOP/s
+  b.kernel(1, 1, "matmul", "matmul,sub,mul", 1'000'000, 1'000'000'000, "/src/train.cpp:89");  // 100 GFLOP/s
+  b.kernel(1, 2, "elementwise", "add,relu", 300'000'000, 1'000'000, "/src/train.cpp:90");     // 30 GB/s
+  b.kernel(1, 3, "matmul", "matmul", 1'000'000, 1'000'000'000, "/src/train.cpp:91");          // 1 us: 1000 GFLOP/s, noise
+  for (int i = 0; i < 10; ++i) {
+    b.kernel_run(1, 1, 0, i * 30'000'000, 10'000'000);
+    b.kernel_run(1, 1, 1, i * 30'000'000 + 10'000'000, 10'000'000);
+    b.kernel_run(1, 1, 2, i * 30'000'000 + 20'000'000, 10'000'000);
+  }
+  b.kernel_run(1, 1, 3, 350'000'000, 1'000);
+  b.ceilings(83, 15);
+  ta::Report report = b.finish();
+  auto r = tc::store::Reader::open(dir.file("low.tcdb"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto t = ta::kernel_table(*r), by_site = ta::kernel_table(*r, ta::KernelsBy::kSite);
+  ASSERT_TRUE(t.ok() && by_site.ok());
+  EXPECT_DOUBLE_EQ(t->probe_gflops, 83);
+  EXPECT_DOUBLE_EQ(t->probe_gbps, 15);
+  EXPECT_NEAR(t->peak_gflops, 157, 1e-6);
+  EXPECT_NEAR(t->peak_gbps, 30, 1e-6);
+  EXPECT_EQ(t->isa, "avx2+fma");
+  EXPECT_EQ(t->gemm_kernel, "avx2");
+  EXPECT_EQ(t->threads, 2);
+  ASSERT_EQ(t->notes.size(), 2u);
+  EXPECT_EQ(t->notes[0], "ceiling measured low: kernel matmul (g1 k0) reached 157 GFLOP/s over the probe's 83");
+  EXPECT_EQ(t->notes[1], "ceiling measured low: kernel add,relu (g1 k2) reached 30 GB/s over the probe's 15");
+  ASSERT_EQ(t->rows.size(), 4u);
+  for (const ta::KernelRow& k : t->rows) {
+    EXPECT_LE(k.of_ceiling, 1.0) << k.name;
+    if (k.name == "matmul,sub,mul (g1 k1)") {
+      EXPECT_NEAR(k.of_ceiling, 100.0 / 157, 1e-9);
+    }
+    if (k.name == "matmul (g1 k3)") {
+      EXPECT_DOUBLE_EQ(k.of_ceiling, 1.0) << "clamped, not a raise";
+    }
+  }
+  EXPECT_NEAR(by_site->peak_gflops, 157, 1e-6) << "the ceiling comes from kernels whichever the grouping";
+  for (const ta::KernelRow& k : by_site->rows) EXPECT_LE(k.of_ceiling, 1.0) << k.name;
+  auto j = tc::test::parse_json(ta::kernels_json(*t));
+  EXPECT_NEAR(j["ceilings"]["gflops"].n, 157, 1e-6);
+  EXPECT_DOUBLE_EQ(j["ceilings"]["probe_gflops"].n, 83);
+  EXPECT_EQ(j["ceilings"]["gemm_kernel"].s, "avx2");
+  EXPECT_EQ(j["ceilings"]["notes"].a.size(), 2u);
+  for (const auto& k : j["kernels"].a) EXPECT_LE(k["of_ceiling"].n, 1.0) << k["name"].s;
+  const ta::Finding* f = find(report, "kernel.hotspot");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->suggestion.find("100% of this machine's 157 GFLOP/s (ceiling measured low: kernel matmul (g1 k0) reached 157 GFLOP/s "
+                               "over the probe's 83)"),
+            std::string::npos)
+      << f->suggestion;
+  // A store of schema v5 has no isa, kernel or threads, and reads the same otherwise.
+  StoreBuilder old(dir.file("v5.tcdb"));
+  kernel_run_store(old).finish(5);
+  auto r5 = tc::store::Reader::open(dir.file("v5.tcdb"));
+  ASSERT_TRUE(r5.ok()) << r5.status().message();
+  auto t5 = ta::kernel_table(*r5);
+  ASSERT_TRUE(t5.ok()) << t5.status().message();
+  EXPECT_EQ(t5->gemm_kernel, "");
+  EXPECT_EQ(t5->threads, 0);
+  EXPECT_DOUBLE_EQ(t5->peak_gflops, 100);
+  EXPECT_TRUE(t5->notes.empty());
 }
 
 // The hotspot finding of kernel_run_store's run (its line, share and bound)

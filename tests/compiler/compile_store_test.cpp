@@ -251,6 +251,37 @@ TEST(CompiledStore, KernelsAreDescribedAndTimedOnEveryExecution) {
   EXPECT_EQ(one("SELECT count(*) FROM ceilings WHERE backend = 'cpu' AND gflops > 0 AND gbps > 0"), 1);
 }
 
+// The ceilings say what they were measured on: the CPU's ISA, the product
+// kernel TC_GEMM chose and the pool's threads. A probe cached by a one-thread
+// run is not the ceiling of a later run on two (it was: one cache file per
+// kernel, so 83 GFLOP/s of one core stood for a machine whose products
+// reached 157 on two).
+TEST(CompiledStore, CeilingsSayWhatTheyWereMeasuredOn) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::pair<const char*, const char*> runs[] = {{"a.tcdb", "1"}, {"b.tcdb", "2"}, {"c.tcdb", "2"}};
+  for (const auto& [store, threads] : runs) run_program(dir, dir.file(store), {"--batches", "8"}, "", {{"TC_NUM_THREADS", threads}});
+  auto row = [&](const char* store) {
+    auto r = tc::store::Reader::open(dir.file(store));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    std::string out;
+    if (!r.ok()) return out;
+    for (auto q = r->query("SELECT isa, kernel, threads, source FROM ceilings"); q.next();)
+      out += std::string(q.text(0)) + " " + std::string(q.text(1)) + " " + std::to_string(q.i64(2)) + " " + std::string(q.text(3)) + ";";
+    return out;
+  };
+  const std::string one = row("a.tcdb");
+  ASSERT_FALSE(one.empty());
+  EXPECT_NE(one.find(" 1 measured;"), std::string::npos) << one;
+  EXPECT_TRUE(one.starts_with("avx512f ") || one.starts_with("avx2+fma ") || one.starts_with("baseline ")) << one;
+  std::string kernel = one.substr(one.find(' ') + 1);
+  kernel = kernel.substr(0, kernel.find(' '));
+  EXPECT_TRUE(kernel == "avx512" || kernel == "avx2" || kernel == "blas") << one;
+  // The second run probes again (two threads); the third reuses the second's.
+  EXPECT_NE(row("b.tcdb").find(" " + kernel + " 2 measured;"), std::string::npos) << row("b.tcdb");
+  EXPECT_NE(row("c.tcdb").find(" " + kernel + " 2 cached;"), std::string::npos) << row("c.tcdb");
+}
+
 // The eager executor times each op the same way: kernels of graph 0.
 TEST(CompiledStore, EagerOpsAreTimedAsKernels) {
   if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";

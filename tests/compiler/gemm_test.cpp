@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -181,6 +182,23 @@ TEST_P(Gemm, ThreadsAtOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(GemmKernel::avx512, GemmKernel::avx2, GemmKernel::blas),
                          [](const auto& info) { return std::string(cpu::gemm_kernel_name(info.param)); });
+
+// Benchmark tables say which CPU they ran on (tc-bench-compiler, tc-bench-gemm):
+// the model, the ISA and the product kernel in use.
+TEST(GemmChoice, TheMachineLineNamesTheCpuItsIsaAndTheKernel) {
+  const std::string line = cpu::machine_line();
+  EXPECT_NE(line.find(std::string("ISA ") + cpu::cpu_isa()), std::string::npos) << line;
+  EXPECT_NE(line.find(std::string("product kernel ") + cpu::gemm_kernel_name(cpu::gemm_kernel())), std::string::npos) << line;
+  EXPECT_NE(line.find(" CPUs, "), std::string::npos) << line;
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string l; std::getline(info, l);) {
+    if (l.rfind("model name", 0) != 0) continue;
+    std::string model = l.substr(l.find(':') + 2);
+    while (!model.empty() && model.back() == ' ') model.pop_back();
+    EXPECT_EQ(line.rfind(model, 0), 0u) << line << " should start with " << model;
+    break;
+  }
+}
 
 // The kernel a process uses: the widest this CPU has unless TC_GEMM says.
 TEST(GemmChoice, TheDefaultIsTheWidestKernelThisCpuHas) {

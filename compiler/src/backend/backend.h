@@ -95,10 +95,14 @@ class Backend {
   // ---- the roofline
   // What this device reaches: peak single-precision GFLOP/s of its
   // matrix-product path and memory bandwidth in GB/s, measured by a short
-  // calibration once per machine and cached (cached = true) like built code.
+  // calibration once per machine and cached (cached = true) like built code;
+  // isa, kernel (the product kernel) and threads: what it was measured on
+  // ("" / 0 where the backend does not say).
   struct Ceilings {
     double gflops = 0, gbps = 0;
     bool cached = false;
+    std::string isa, kernel;
+    int threads = 0;
   };
   virtual Ceilings ceilings() = 0;
 };

@@ -860,11 +860,15 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
             (in_collectives > 0 ? ", leaving out " + format_seconds(in_collectives) + " in collectives)" : ")");
   if (heaviest && !heaviest->bound.empty()) {
     bool compute = heaviest->bound == "compute";
-    double peak = compute ? sites->peak_gflops : sites->peak_gbps;
+    double peak = compute ? sites->peak_gflops : sites->peak_gbps, probe = compute ? sites->probe_gflops : sites->probe_gbps;
+    // A ceiling raised over the probe's (kernel_table): the probe measured low, and the sentence says so.
+    std::string low;
+    for (const std::string& n : sites->notes)
+      if (peak > probe && n.find(compute ? " GFLOP/s over" : " GB/s over") != std::string::npos) low = " (" + n + ")";
     f.suggestion = "Its heaviest kernel (" + heaviest->name + ", " + std::to_string(heaviest->calls) + " calls, " + format_seconds(heaviest->total_s) +
                    ") is " + heaviest->bound + "-bound and reaches " + format_double("%.1f", compute ? heaviest->gflops : heaviest->gbps) +
-                   (compute ? " GFLOP/s" : " GB/s") + ", " + format_double("%.0f", heaviest->of_ceiling * 100) + "% of this machine's measured " +
-                   format_double("%.0f", peak) + (compute ? " GFLOP/s" : " GB/s") + ".";
+                   (compute ? " GFLOP/s" : " GB/s") + ", " + format_double("%.0f", heaviest->of_ceiling * 100) + "% of this machine's " +
+                   (low.empty() ? "measured " : "") + format_double("%.0f", peak) + (compute ? " GFLOP/s" : " GB/s") + low + ".";
     if (heaviest->of_ceiling < 0.10) {
       f.severity = Severity::kWarning;
       f.suggestion += " That is under 10% of its ceiling: at the ceiling it would take " + format_seconds(heaviest->total_s * heaviest->of_ceiling) +
@@ -877,7 +881,10 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   }
   Json j;
   j.begin_object().field("execute_s", sites->execute_s).field("kernel_s", sites->kernel_s).field("collectives_s", in_collectives);
-  j.key("ceilings").begin_object().field("gflops", sites->peak_gflops).field("gbps", sites->peak_gbps).end_object();
+  j.key("ceilings").begin_object().field("gflops", sites->peak_gflops).field("gbps", sites->peak_gbps);
+  j.field("probe_gflops", sites->probe_gflops).field("probe_gbps", sites->probe_gbps).key("notes").begin_array();
+  for (const std::string& n : sites->notes) j.value(n);
+  j.end_array().end_object();
   j.key("sites").begin_array();
   for (const KernelRow* l : lines)
     j.begin_object().field("site", l->name).field("share", share_of(*l)).field("total_s", l->total_s).field("calls", l->calls).end_object();

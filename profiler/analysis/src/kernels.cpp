@@ -91,6 +91,50 @@ Status gpu_activity(const store::Reader& r, GpuActivity* g) {
   return Status();
 }
 
+Status read_ceilings(const store::Reader& r, StoreText& text, KernelTable& t) {
+  if (!r.has(store::schema::ceilings, "gbps")) return Status();
+  const bool v6 = r.has(store::schema::ceilings, "threads");
+  auto q = r.query(v6 ? "SELECT gflops, gbps, isa, kernel, threads FROM ceilings ORDER BY id LIMIT 1"
+                      : "SELECT gflops, gbps FROM ceilings ORDER BY id LIMIT 1");
+  if (q.next()) {
+    t.probe_gflops = t.peak_gflops = q.f64(0), t.probe_gbps = t.peak_gbps = q.f64(1);
+    if (v6) t.isa = text(q.text(2)), t.gemm_kernel = text(q.text(3)), t.threads = q.i64(4);
+  }
+  return q.status();
+}
+
+// "compute" when FLOPs per byte exceed the probe's ridge point, else "memory".
+std::string bound_of(const KernelTable& t, double flops, double bytes) {
+  return flops / bytes > t.probe_gflops / t.probe_gbps ? "compute" : "memory";
+}
+
+struct KernelRate {
+  std::string name;
+  double flops = 0, bytes = 0, total_s = 0;  // over all its calls
+};
+
+// A kernel above the probe's ceiling is a probe that measured low: the
+// ceiling in use becomes the best such kernel's rate, and a note says so.
+void raise_low_ceilings(const std::vector<KernelRate>& rates, KernelTable& t) {
+  if (!(t.probe_gflops > 0 && t.probe_gbps > 0) || t.kernel_s <= 0) return;
+  const KernelRate* best[2] = {nullptr, nullptr};  // compute, memory
+  double best_rate[2] = {t.probe_gflops, t.probe_gbps};
+  for (const KernelRate& k : rates) {
+    if (k.bytes <= 0 || k.total_s < 0.01 * t.kernel_s) continue;
+    const int memory = bound_of(t, k.flops, k.bytes) == "memory";
+    const double rate = (memory ? k.bytes : k.flops) / k.total_s / 1e9;
+    if (rate > best_rate[memory]) best_rate[memory] = rate, best[memory] = &k;
+  }
+  for (int memory = 0; memory < 2; ++memory) {
+    if (!best[memory]) continue;
+    const double probe = memory ? t.probe_gbps : t.probe_gflops;
+    (memory ? t.peak_gbps : t.peak_gflops) = best_rate[memory];
+    const char* unit = memory ? " GB/s" : " GFLOP/s";
+    t.notes.push_back("ceiling measured low: kernel " + best[memory]->name + " reached " + format_double("%.0f", best_rate[memory]) +
+                      unit + " over the probe's " + format_double("%.0f", probe));
+  }
+}
+
 }  // namespace
 
 StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
@@ -100,12 +144,8 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
   t.execute_s = static_cast<double>(*exec) / 1e9;
   TC_RETURN_IF_ERROR(gpu_activity(r, &t.gpu));
   if (!r.has(store::schema::kernels, "sites") || !r.has(store::schema::kernel_executions, "dur")) return t;
-  if (r.has(store::schema::ceilings, "gbps")) {
-    auto q = r.query("SELECT gflops, gbps FROM ceilings ORDER BY id LIMIT 1");
-    if (q.next()) t.peak_gflops = q.f64(0), t.peak_gbps = q.f64(1);
-    TC_RETURN_IF_ERROR(q.status());
-  }
   StoreText text;
+  TC_RETURN_IF_ERROR(read_ceilings(r, text, t));
   struct Kernel {
     std::string ops, kind;
     std::vector<std::string> sites;
@@ -117,6 +157,7 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     kernels.emplace(std::pair{q.i64(0), q.i64(1)}, std::move(k));
   }
   std::map<std::string, Acc> groups;
+  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> kernel_ns;  // ns and calls per kernel, whichever the grouping
   auto q = r.query("SELECT graph_id, kernel, dur FROM kernel_executions");
   while (q.next()) {
     auto it = kernels.find({q.i64(0), q.i64(1)});
@@ -124,6 +165,8 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     const Kernel& k = it->second;
     int64_t dur = std::max<int64_t>(0, q.i64(2));
     t.kernel_s += static_cast<double>(dur) / 1e9;
+    auto& [ns, calls] = kernel_ns[it->first];
+    ns += dur, ++calls;
     const bool collective = k.kind == "collective";
     std::string key = by == KernelsBy::kSite ? (k.sites.empty() ? std::string("(unknown line)") : k.sites.front()) + (collective ? " (collective)" : "")
                                              : k.ops + " (g" + std::to_string(q.i64(0)) + " k" + std::to_string(q.i64(1)) + ")";
@@ -146,6 +189,14 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     a.durs.push_back(dur);
   }
   TC_RETURN_IF_ERROR(q.status());
+  std::vector<KernelRate> rates;
+  for (const auto& [key, timed] : kernel_ns) {
+    const Kernel& k = kernels.at(key);
+    const double calls = static_cast<double>(timed.second);
+    rates.push_back({k.ops + " (g" + std::to_string(key.first) + " k" + std::to_string(key.second) + ")", k.flops * calls,
+                     k.bytes * calls, static_cast<double>(timed.first) / 1e9});
+  }
+  raise_low_ceilings(rates, t);
   for (auto& entry : groups) {
     Acc& a = entry.second;
     KernelRow& row = a.row;
@@ -163,9 +214,9 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
     row.gflops = row.total_s > 0 ? work_flops / row.total_s / 1e9 : 0;
     row.gbps = row.total_s > 0 ? work_bytes / row.total_s / 1e9 : 0;
     if (t.peak_gflops > 0 && t.peak_gbps > 0 && row.bytes > 0) {
-      double intensity = row.flops / row.bytes, ridge = t.peak_gflops / t.peak_gbps;
-      row.bound = intensity > ridge ? "compute" : "memory";
-      row.of_ceiling = row.bound == "compute" ? row.gflops / t.peak_gflops : row.gbps / t.peak_gbps;
+      row.bound = bound_of(t, row.flops, row.bytes);
+      // At most 1: a line's rate is no higher than its fastest kernel's, but a line can mix bounds.
+      row.of_ceiling = std::min(1.0, row.bound == "compute" ? row.gflops / t.peak_gflops : row.gbps / t.peak_gbps);
     }
     t.rows.push_back(std::move(row));
   }
@@ -176,7 +227,11 @@ StatusOr<KernelTable> kernel_table(const store::Reader& r, KernelsBy by) {
 std::string kernels_json(const KernelTable& t) {
   Json j;
   j.begin_object().field("schema", "tc-analyze-kernels/1").field("execute_s", t.execute_s).field("kernel_s", t.kernel_s);
-  j.key("ceilings").begin_object().field("gflops", t.peak_gflops).field("gbps", t.peak_gbps).end_object();
+  j.key("ceilings").begin_object().field("gflops", t.peak_gflops).field("gbps", t.peak_gbps);
+  j.field("probe_gflops", t.probe_gflops).field("probe_gbps", t.probe_gbps).field("isa", t.isa).field("gemm_kernel", t.gemm_kernel);
+  j.field("threads", t.threads).key("notes").begin_array();
+  for (const std::string& n : t.notes) j.value(n);
+  j.end_array().end_object();
   j.key("kernels").begin_array();
   for (const KernelRow& k : t.rows) {
     j.begin_object().field("name", k.name).field("kind", k.kind).field("graph_id", k.graph_id).field("kernel", k.kernel);

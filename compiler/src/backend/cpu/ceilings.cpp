@@ -1,8 +1,11 @@
 // The CPU's roofline: how fast its matrix-product path (tc's sgemm, gemm.h,
-// on every core of the pool) and its memory (a streaming copy on every core)
-// go. Measured once per machine key (compiler, flags, CPU) and product
-// kernel in about 0.2 s and kept in the code cache as
-// ceilings2-<key>-<kernel>.txt.
+// on the kernel TC_GEMM chose, split over the pool as generated code splits
+// it) and its memory (a streaming copy on every pool thread) go. Measured
+// once per machine key (compiler, flags, CPU), product kernel and pool size
+// in about 0.2 s, best of several alternating trials, and kept in the code
+// cache as ceilings3-<key>-<kernel>-t<threads>.txt. (ceilings2 files were
+// one per kernel whatever the thread count, so a one-thread run's probe was
+// the ceiling of every later run on all cores; they are no longer read.)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,15 +13,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <thread>
 #include <vector>
 
 #include "../cache/code_cache.h"
 #include "../cache/disk.h"
 #include "cpu.h"
 #include "gemm.h"
+#include "pool.h"
 
 namespace tc::detail::cpu {
 namespace {
@@ -27,54 +28,93 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Best of a few timed batches of 384^3 products (large enough for the
-// blocked kernel's peak, small enough to keep the calibration short), each
-// split by columns over the pool as generated code splits its products.
-double sgemm_gflops(GemmKernel kernel) {
-  const int64_t n = 384;
-  std::vector<float> a(static_cast<std::size_t>(n * n), 0.5f), b(a.size(), 0.25f), c(a.size(), 0.0f);
-  SingleThreadedBlas one;  // as in a compiled graph, where the kernel may be BLAS
-  auto once = [&] {
-    parallel_sgemm_on(kernel, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  };
-  once();  // warm up
-  double best = 0;
-  for (int trial = 0; trial < 3; ++trial) {
-    auto t0 = std::chrono::steady_clock::now();
-    int reps = 0;
-    do {
-      once();
-      ++reps;
-    } while (seconds_since(t0) < 0.03);
-    best = std::max(best, 2.0 * static_cast<double>(n * n * n) * reps / seconds_since(t0) / 1e9);
-  }
-  return best;
-}
+// A trial of each probe runs for a few milliseconds and keeps the best of
+// its calls, each about a millisecond: on a loaded machine a call during
+// which every pool thread had its core still happens, where a whole batch
+// rarely does (at load 11 on 2 cores, the avx512 kernel: 46 GFLOP/s as the
+// best of six 12 ms batches, 186-279 from single calls). The trials alternate
+// (a product, a copy, a product, ...) and the best of all counts.
+constexpr int kTrials = 6;
+constexpr double kTrialSeconds = 0.012;
 
-// Best of a few copies of 64 MiB (beyond any cache), split over every core;
-// a copy moves each byte twice (read and write).
-double copy_gbps() {
-  const std::size_t bytes = std::size_t{64} << 20;
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  auto copy = [&] {
-    std::vector<std::thread> pool;
-    std::size_t chunk = bytes / threads;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        std::size_t at = t * chunk, len = t + 1 == threads ? bytes - at : chunk;
-        std::memcpy(dst.data() + at, src.data() + at, len);
-      });
-    for (auto& th : pool) th.join();
-  };
-  copy();  // fault the pages in
-  double best = 0;
-  for (int trial = 0; trial < 4; ++trial) {
-    auto t0 = std::chrono::steady_clock::now();
-    copy();
-    best = std::max(best, 2.0 * static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+// Batches of 384 x 384 x n products, n a multiple of 32 giving every pool
+// thread at least 4 column units (generated code splits its products over
+// the pool by 32 columns), on the chosen kernel. Large enough for the blocked
+// kernel's peak, small enough to keep the calibration short.
+struct ProductProbe {
+  GemmKernel kernel;
+  int64_t m = 384, n, k = 384;
+  std::vector<float> a, b, c;
+  ProductProbe(GemmKernel kernel, int threads)
+      : kernel(kernel), n(32 * std::clamp<int64_t>(4 * threads, 12, 128)), a(static_cast<std::size_t>(m * k), 0.5f),
+        b(static_cast<std::size_t>(k * n), 0.25f), c(static_cast<std::size_t>(m * n), 0.0f) {}
+  void once() { parallel_sgemm_on(kernel, false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n); }
+  double trial() {
+    SingleThreadedBlas one;  // as in a compiled graph, where the kernel may be BLAS
+    const auto start = std::chrono::steady_clock::now();
+    double best = 0;
+    do {
+      auto t0 = std::chrono::steady_clock::now();
+      once();
+      best = std::max(best, 2.0 * static_cast<double>(m * n * k) / seconds_since(t0) / 1e9);
+    } while (seconds_since(start) < kTrialSeconds);
+    return best;
   }
-  return best;
+};
+
+// A streaming copy on every pool thread, each copying its own slice `reps`
+// times in one parallel region: at three working-set sizes (in L2, in the
+// last-level cache, beyond it), since a step's elementwise kernels run on
+// tensors of every size and the ceiling is the best they can reach. A copy
+// moves each byte twice (read and write).
+struct CopyProbe {
+  static constexpr std::size_t kSizes[] = {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20};
+  int threads;
+  std::vector<char> src, dst;
+  struct Region {
+    CopyProbe* self;
+    std::size_t bytes;
+    int reps;
+    static void run(void* ctx, int64_t lo, int64_t hi) {
+      const auto& r = *static_cast<const Region*>(ctx);
+      const std::size_t chunk = r.bytes / static_cast<std::size_t>(r.self->threads);
+      for (int64_t t = lo; t < hi; ++t)
+        for (int i = 0; i < r.reps; ++i)
+          std::memcpy(r.self->dst.data() + t * chunk, r.self->src.data() + t * chunk, chunk);
+    }
+  };
+  explicit CopyProbe(int threads) : threads(threads), src(kSizes[2], 1), dst(kSizes[2], 0) {}
+  double copy(std::size_t bytes, int reps) {
+    Region r{this, bytes & ~std::size_t{63}, reps};
+    auto t0 = std::chrono::steady_clock::now();
+    pool_parallel_for(threads, 1, 1, &Region::run, &r);
+    return 2.0 * static_cast<double>(r.bytes) * reps / seconds_since(t0) / 1e9;
+  }
+  // The best call of any size, each size copied for about a third of a
+  // trial in calls of about half a millisecond (at 20 GB/s).
+  double trial() {
+    double best = 0;
+    for (std::size_t bytes : kSizes) {
+      const int reps = std::max(1, static_cast<int>(5e6 / static_cast<double>(bytes)));
+      const auto start = std::chrono::steady_clock::now();
+      do best = std::max(best, copy(bytes, reps));
+      while (seconds_since(start) < kTrialSeconds / 3);
+    }
+    return best;
+  }
+};
+
+Measured probe(GemmKernel kernel, int threads) {
+  ProductProbe products(kernel, threads);
+  CopyProbe copies(threads);
+  products.once();                 // warm up: the pool starts, the kernel's buffers are allocated
+  copies.copy(CopyProbe::kSizes[2], 1);  // fault the pages in
+  Measured m;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    m.gflops = std::max(m.gflops, products.trial());
+    m.gbps = std::max(m.gbps, copies.trial());
+  }
+  return m;
 }
 
 bool read_cached(const std::string& path, Measured& m) {
@@ -85,8 +125,8 @@ bool read_cached(const std::string& path, Measured& m) {
   ::close(fd);
   if (n <= 0) return false;
   double f = 0, g = 0;
-  if (std::sscanf(buf, "tc ceilings 1\ngflops %lf\ngbps %lf\n", &f, &g) != 2 || !(f > 0) || !(g > 0) || f > 1e7 || g > 1e6) return false;
-  m = {f, g, true};
+  if (std::sscanf(buf, "tc ceilings 3\ngflops %lf\ngbps %lf\n", &f, &g) != 2 || !(f > 0) || !(g > 0) || f > 1e7 || g > 1e6) return false;
+  m.gflops = f, m.gbps = g, m.cached = true;
   return true;
 }
 
@@ -95,21 +135,27 @@ bool read_cached(const std::string& path, Measured& m) {
 Measured measure_ceilings() {
   std::string dir, name;
   GemmKernel kernel = GemmKernel::blas;
+  const int threads = std::max(1, pool_threads());
   try {
     kernel = gemm_kernel();
-    name = "ceilings2-" + cache::machine_key() + "-" + gemm_kernel_name(kernel) + ".txt";
+    // The thread count is part of the name: a probe of a one-thread run is no ceiling for a run on all cores.
+    name = "ceilings3-" + cache::machine_key() + "-" + gemm_kernel_name(kernel) + "-t" + std::to_string(threads) + ".txt";
     dir = cache::directory();
   } catch (...) {
     dir.clear();  // no usable cache directory: measure every time (the build will say why)
   }
   Measured m;
-  if (!dir.empty() && read_cached(dir + "/" + name, m)) return m;
-  m = {sgemm_gflops(kernel), copy_gbps(), false};
-  if (!dir.empty()) {
-    char text[128];
-    std::snprintf(text, sizeof text, "tc ceilings 1\ngflops %.3f\ngbps %.3f\n", m.gflops, m.gbps);
-    cache::put(dir, name, text);
+  if (dir.empty() || !read_cached(dir + "/" + name, m)) {
+    m = probe(kernel, threads);
+    if (!dir.empty()) {
+      char text[128];
+      std::snprintf(text, sizeof text, "tc ceilings 3\ngflops %.3f\ngbps %.3f\n", m.gflops, m.gbps);
+      cache::put(dir, name, text);
+    }
   }
+  m.isa = cpu_isa();
+  m.kernel = gemm_kernel_name(kernel);
+  m.threads = threads;
   return m;
 }
 

@@ -26,11 +26,14 @@ std::string emit_cpp(const Program& p, const std::string& graph_name, int parts 
 
 using RunFn = int (*)(void* const*, uint64_t*, uint64_t (*)(void));
 
-// Peak sgemm GFLOP/s and streaming-copy GB/s on every core (ceilings.cpp),
-// cached in the code cache per machine key.
+// Peak sgemm GFLOP/s (the chosen kernel over the pool) and streaming-copy
+// GB/s on every pool thread (ceilings.cpp), cached in the code cache per
+// machine key, kernel and thread count; with what they were measured on.
 struct Measured {
   double gflops = 0, gbps = 0;
   bool cached = false;
+  std::string isa, kernel;  // cpu_isa(), gemm_kernel_name() (gemm.h)
+  int threads = 0;          // pool_threads()
 };
 Measured measure_ceilings();
 

@@ -112,7 +112,7 @@ class CpuBackend final : public HostMemoryBackend {
   void synchronize() override {}  // run() returns when the host is done
   Ceilings ceilings() override {
     Measured m = measure_ceilings();
-    return {m.gflops, m.gbps, m.cached};
+    return {m.gflops, m.gbps, m.cached, m.isa, m.kernel, m.threads};
   }
 
  private:

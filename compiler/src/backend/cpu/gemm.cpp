@@ -2,7 +2,9 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#include <sched.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -179,6 +181,43 @@ bool gemm_kernel_available(GemmKernel k) {
 #endif
   }
   return false;
+}
+
+const char* cpu_isa() {
+  switch (widest()) {
+    case GemmKernel::avx512: return "avx512f";
+    case GemmKernel::avx2: return "avx2+fma";
+    case GemmKernel::blas: break;
+  }
+  return "baseline";
+}
+
+std::string machine_line() {
+  std::string model = "unknown CPU";
+  if (FILE* f = std::fopen("/proc/cpuinfo", "re")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::strncmp(line, "model name", 10) != 0) continue;
+      const char* colon = std::strchr(line, ':');
+      if (!colon) continue;
+      std::string v(colon + 1 + std::strspn(colon + 1, " \t"));
+      while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+      if (!v.empty()) model = v;
+      break;
+    }
+    std::fclose(f);
+  }
+  cpu_set_t set;
+  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  std::string kernel;
+  try {
+    kernel = gemm_kernel_name(gemm_kernel());
+  } catch (const Error&) {
+    kernel = "refused";
+  }
+  const char* env = std::getenv("TC_GEMM");
+  return model + ", " + std::to_string(cpus) + " CPUs, ISA " + cpu_isa() + ", product kernel " + kernel +
+         (env && *env ? std::string(" (TC_GEMM=") + env + ")" : std::string());
 }
 
 GemmKernel gemm_kernel() {

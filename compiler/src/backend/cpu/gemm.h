@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tc::detail::cpu {
 
@@ -37,6 +38,16 @@ const char* gemm_kernel_name(GemmKernel k);
 
 // Whether this CPU (and build) can run the kernel.
 bool gemm_kernel_available(GemmKernel k);
+// The widest vector instruction set this CPU (and build) has for products:
+// "avx512f", "avx2+fma" or "baseline" (the roofline records it).
+const char* cpu_isa();
+// One line naming the CPU for benchmark tables: its model name (from
+// /proc/cpuinfo; "unknown CPU" without one), the CPUs this process may use,
+// cpu_isa() and the product kernel gemm_kernel() chose, with TC_GEMM when
+// set, e.g. "Intel(R) Xeon(R) Processor, 2 CPUs, ISA avx512f, product
+// kernel avx2 (TC_GEMM=avx2)". A TC_GEMM this CPU refuses is named as such
+// instead of throwing.
+std::string machine_line();
 
 // The kernel sgemm uses, chosen once per process: TC_GEMM (avx512, avx2 or
 // blas) when set, else the widest the CPU has. Throws tc::Error for a

@@ -41,8 +41,9 @@ struct KernelRow {
   double gflops = 0, gbps = 0;      // achieved, from the kernel IR's FLOPs and bytes
   double flops = 0, bytes = 0;      // per call (kSite: summed over the line's kernels)
   // Against the ceilings: "compute" when its FLOPs per byte exceed the
-  // machine's ridge point (peak GFLOP/s over GB/s), else "memory"; and the
-  // achieved fraction of that ceiling. Empty / 0 without ceilings.
+  // probe's ridge point (its GFLOP/s over its GB/s), else "memory"; and the
+  // achieved fraction of that ceiling in use (KernelTable::peak_*), never
+  // above 1. Empty / 0 without ceilings.
   std::string bound;
   double of_ceiling = 0;
   std::vector<std::string> sites;   // "file.cpp:88", most ops first (basenames)
@@ -75,7 +76,21 @@ struct GpuActivity {
 struct KernelTable {
   double execute_s = 0;  // all executions
   double kernel_s = 0;   // all timed kernel runs
-  double peak_gflops = 0, peak_gbps = 0;  // ceilings; 0 if not recorded
+  // The ceilings rows are put against (0 if not recorded): the probe's,
+  // raised to the best rate a kernel of that bound reached where one went
+  // above it. A kernel above the probe means the probe measured low (the
+  // machine was busy while it ran, or it ran on fewer threads); only kernels
+  // with at least 1% of the timed kernel time raise it (a shorter one's rate
+  // is mostly timer noise), and each raise is a line of notes: "ceiling
+  // measured low: kernel matmul (g1 k0) reached 157 GFLOP/s over the
+  // probe's 83". Rates are computed per kernel whichever the grouping.
+  double peak_gflops = 0, peak_gbps = 0;
+  double probe_gflops = 0, probe_gbps = 0;  // as recorded (table ceilings)
+  // What the probe ran on (schema v6; "" / 0 in older stores): the CPU's
+  // widest vector ISA, the product kernel (TC_GEMM's choice), the threads.
+  std::string isa, gemm_kernel;
+  int64_t threads = 0;
+  std::vector<std::string> notes;
   std::vector<KernelRow> rows;            // by total time, largest first
   GpuActivity gpu;
 };

@@ -34,7 +34,8 @@ namespace tc::store {
 // v5: GPU activity from CUPTI: gpu_activity, gpu_capture; run.cupti.
 // v6: explicit_evaluations.code/broke_at (torch.compile's graph-break registry
 //     code, and the library frame a break happened in); step_inputs (the
-//     shapes of each step's inputs, from the Python hook).
+//     shapes of each step's inputs, from the Python hook); ceilings.isa,
+//     ceilings.kernel, ceilings.threads (what the roofline was measured on).
 inline constexpr int kSchemaVersion = 6;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 

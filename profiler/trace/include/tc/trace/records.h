@@ -390,9 +390,14 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
 
 #define TC_TRACE_CEILINGS_FIELDS(F)                                                                                      \
   F(Text, backend, "the backend measured, e.g. 'cpu'")                                                                   \
-  F(Real, gflops, "peak single-precision GFLOP/s of the matrix-product path (sgemm, every core)")                       \
-  F(Real, gbps, "memory bandwidth in GB/s (a streaming copy, every core)")                                              \
-  F(Text, source, "'measured' (this run calibrated) or 'cached' (from the calibration file in TC_CACHE_DIR)")
+  F(Real, gflops, "peak single-precision GFLOP/s of the matrix-product path (the kernel below, over the pool's threads)") \
+  F(Real, gbps, "peak bandwidth in GB/s (a streaming copy on every pool thread; best of in-cache and beyond-cache sizes)") \
+  F(Text, source, "'measured' (this run calibrated) or 'cached' (from the calibration file in TC_CACHE_DIR)")            \
+  F(Text, isa, "the CPU's widest vector instruction set: 'avx512f', 'avx2+fma' or 'baseline' (NULL: not a CPU)",         \
+    .since = 6)                                                                                                          \
+  F(Text, kernel, "the product kernel measured, as TC_GEMM chose it: 'avx512', 'avx2' or 'blas' (NULL: not a CPU)",      \
+    .since = 6)                                                                                                          \
+  F(Int, threads, "the threads both probes ran on: the pool's, as compiled code uses them (0: not a CPU)", .since = 6)
 
 #define TC_TRACE_LOG_FIELDS(F)                                                                                       \
   F(Ts, ts, "when")                                                                                                  \
