@@ -56,7 +56,11 @@ TEST(JaxPython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   for (const JsonValue* f : findings(j, "recompilation.shape_change")) {
     const JsonValue& ev = (*f)["evidence"];
     if (ev["input"].s == "token_ids" && ev["dim"].n == 1) length = f;
-    if (ev["input"].s == "token_ids" && ev["dim"].n == 0 && ev["short_last_batch"].b) batch = f;
+    // The batch's dim 0: one finding for all of the batch's inputs (evidence.tied names the others).
+    bool token_ids = ev["input"].s == "token_ids";
+    if (ev.has("tied"))
+      for (const JsonValue& t : ev["tied"].a) token_ids = token_ids || t.s == "token_ids dim 0";
+    if (token_ids && ev["dim"].n == 0 && ev["short_last_batch"].b) batch = f;
   }
   // token_ids dim 1: every length the script padded to, each compiled once.
   ASSERT_NE(length, nullptr) << a.out;
