@@ -33,8 +33,8 @@
 
 namespace tc::analysis {
 
-// The NVTX marks tc's Python hook makes (tc/collect/collector.h's kStepMark, kStepsStartMark).
-inline constexpr const char* kHookMarks[] = {"tc.optimizer_step", "tc.optimizer_steps_start"};
+// The NVTX marks tc's Python hook makes.
+using store::schema::kHookMarks;
 
 // Statistics of one (name, domain, kind). Times are integer nanoseconds over
 // the ranges that ended; cut ones count in `count` and `cut` only.

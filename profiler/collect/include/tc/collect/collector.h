@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "tc/store/schema.h"
 #include "tc/store/status.h"
 
 namespace tc::trace {
@@ -156,12 +157,11 @@ struct AttachFailures {
 inline constexpr size_t kMaxNamedAttachFailures = 64;
 AttachFailures read_attach_failures(const std::string& path);
 
-// The NVTX marks of tc's Python start-up hook (python/sitecustomize.py): a
-// mark of this message in NVTX's default domain ends an optimizer step; one of
-// kStepsStartMark opens the first. finish() turns each process's marks into
-// steps rows (framework 'torch'): step k runs from the mark before it to its own.
-inline constexpr const char* kStepMark = "tc.optimizer_step";
-inline constexpr const char* kStepsStartMark = "tc.optimizer_steps_start";
+// The NVTX marks of tc's Python start-up hook (store::schema::kStepMark,
+// kStepsStartMark): finish() turns each process's marks into steps rows
+// (framework 'torch'): step k runs from the mark before it to its own.
+using store::schema::kStepMark;
+using store::schema::kStepsStartMark;
 
 // Converts the recording clock to CLOCK_MONOTONIC ns. For the TSC it is a
 // continuous, strictly increasing piecewise-linear map, recalibrated against

@@ -88,6 +88,13 @@ extern const TableDecl framework_imports;
 extern const TableDecl step_inputs;
 // Derived at finalize.
 extern const TableDecl counter_series;
+// The instants names of tc's Python start-up hook (python/sitecustomize.py's
+// NVTX marks, default domain): kStepMark ends an optimizer step and
+// kStepsStartMark opens the first. The collector turns them into steps rows;
+// the analysis keeps them out of the program's own marks.
+inline constexpr const char* kStepMark = "tc.optimizer_step";
+inline constexpr const char* kStepsStartMark = "tc.optimizer_steps_start";
+inline constexpr const char* kHookMarks[] = {kStepMark, kStepsStartMark};
 // Compiler and runtime records, one table per kind of tc/trace/records.h
 // (schema::steps, schema::compilations, ..., schema::run_env): columns id,
 // utid (unless the row is the run's, as in run_env), then the record's fields.
