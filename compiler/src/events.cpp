@@ -30,14 +30,7 @@ uint64_t ticks() { return tr::enabled() ? tr::now() : 0; }
 int64_t new_graph_id() { return tr::new_graph_id(); }
 int64_t new_execution_id() { return tr::new_execution_id(); }
 
-const char* eval_kind_name(EvalKind k) {
-  switch (k) {
-    case EvalKind::item: return "item";
-    case EvalKind::to_host: return "to_host";
-    case EvalKind::print: return "print";
-  }
-  return "?";
-}
+const char* eval_kind_name(EvalKind k) { return g_eval_kind_text[static_cast<size_t>(k)].text; }
 
 void set_test_observer(TestObserver* observer) { g_observer = observer; }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "graph_breaks.h"
@@ -44,6 +45,20 @@ double median_s(std::vector<int64_t> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return static_cast<double>(v[v.size() / 2]) / 1e9;
+}
+
+// Two SQL columns over the compilations `c` of a query: how many forward compilations of c's frame (its
+// shape_erased) succeeded, and the ns all its successful ones took; `also` narrows them (over `o`, "" for all).
+std::string frame_compilations_sql(const std::string& also) {
+  const std::string of = "FROM compilations o WHERE o.shape_erased = c.shape_erased " + also + "AND o.failure IS NULL";
+  return "(SELECT count(*) " + of + " AND o." + kNotBackward + "), (SELECT coalesce(sum(o.dur), 0) " + of + ") ";
+}
+
+// The execute times (ns) of the steps before `step` (first) and of those from it on (second).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> execute_ns_split_at(const std::vector<Step>& steps, int64_t step) {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> split;
+  for (const Step& s : steps) (s.index < step ? split.first : split.second).push_back(s.execute_ns());
+  return split;
 }
 
 std::string join(const std::vector<int64_t>& v) {
@@ -529,9 +544,7 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
 Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilations, "failure")) return Status::Ok();
   auto q = r.query(
-      std::string("SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL AND o.") + kNotBackward + "), "
-      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL) "
+      "SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, " + frame_compilations_sql("") +
       "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.failure LIKE '%recompile limit%' ORDER BY c.ts");
   std::set<std::string> seen;
   while (q.next()) {
@@ -543,17 +556,8 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
     const int64_t compiled = q.i64(8);
     const double compile_s = static_cast<double>(q.i64(9)) / 1e9;
     // Steps from the limit on: uncompiled. Their time against the compiled steps' before it.
-    int64_t after = 0, before = 0;
-    std::vector<int64_t> after_ns, before_ns;
-    for (const Step& st : report.steps) {
-      if (st.index >= step) {
-        ++after;
-        after_ns.push_back(st.execute_ns());
-      } else {
-        ++before;
-        before_ns.push_back(st.execute_ns());
-      }
-    }
+    const auto [before_ns, after_ns] = execute_ns_split_at(report.steps, step);
+    const auto before = static_cast<int64_t>(before_ns.size()), after = static_cast<int64_t>(after_ns.size());
     const double eager_s = median_s(after_ns), compiled_step_s = median_s(before_ns);
     Finding f;
     f.kind = "recompilation.limit_reached";
@@ -587,10 +591,8 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
 Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilation_inputs, "dynamic")) return Status::Ok();
   auto q = r.query(
-      std::string("SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL AND o.") + kNotBackward + "), "
-      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL) "
-      "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
+      "SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, " +
+      frame_compilations_sql("AND o.ts < c.ts ") + "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
       "WHERE i.dynamic = 1 ORDER BY c.ts, i.id");
   while (q.next()) {
     std::string input = text(q.text(0));
@@ -598,8 +600,7 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     const double dynamic_s = static_cast<double>(q.i64(6)) / 1e9, static_s = static_cast<double>(q.i64(11)) / 1e9;
     std::string function = q.is_null(9) ? std::string("the frame") : text(q.text(9));
     // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
-    std::vector<int64_t> st, dy;
-    for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.execute_ns());
+    const auto [st, dy] = execute_ns_split_at(report.steps, q.i64(7));
     Finding f;
     f.kind = "recompilation.dynamic_marked";
     f.identity = input + " dim " + std::to_string(dim);
