@@ -188,6 +188,8 @@ std::string ms(int64_t ns) {
 struct ChangedDim {
   std::string input;
   int64_t dim, old_value, new_value;
+  bool dynamic = false;  // this compilation made it symbolic
+  int slot = -1;         // the input
 };
 
 // Why the cache missed. A known shape-erased structure means only shapes
@@ -222,7 +224,7 @@ std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t 
       for (std::size_t d = 0; d < shapes[i].size() && d < best->input_shapes[i].size(); ++d)
         if (shapes[i][d] != best->input_shapes[i][d])
           changed.push_back({names[i].empty() ? site_of(graph.inputs[i]->where) : names[i], static_cast<int64_t>(d),
-                             best->input_shapes[i][d], shapes[i][d]});
+                             best->input_shapes[i][d], shapes[i][d], false, static_cast<int>(i)});
   } else if (auto st = c.by_site.find(site_key); st != c.by_site.end()) {
     rec.reason = "structure_change";
     const auto& old = st->second;
@@ -443,6 +445,7 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   if (dyn.family && build_dynamic(dyn, rec, &planned, &scheduled, &exe->program, &why)) {
     exe->family = dyn.family;
     l.g = std::move(planned);
+    for (ChangedDim& d : changed) d.dynamic = dyn.family->symbolic_input(d.slot, d.dim);
   } else {
     if (dyn.family) {
       events::log_debug("graph " + std::to_string(rec.graph_id) + " stays static: " + why);
@@ -478,7 +481,7 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
                     ms(now_ns() - t_start) + ", source " + rec.source_path);
   events::on_compilation(rec);
   if (events::timing_kernels()) events::on_kernels(rec.graph_id, describe_kernels(scheduled, exe->program));
-  for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value);
+  for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value, d.dynamic);
   return exe;
 }
 

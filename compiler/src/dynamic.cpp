@@ -135,6 +135,13 @@ bool fit_family(const std::vector<const CGraph*>& graphs, const std::vector<int6
   return true;
 }
 
+bool Family::symbolic_input(int slot, int64_t dim) const {
+  for (std::size_t i = 0; i < base.nodes.size(); ++i)
+    if (base.nodes[i].input_slot == slot && dim >= 0 && static_cast<std::size_t>(dim) < nodes[i].shape.size())
+      return nodes[i].shape[static_cast<std::size_t>(dim)].symbolic();
+  return false;
+}
+
 CGraph instantiate(const Family& f, int64_t s) {
   CGraph g = f.base;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {

@@ -30,6 +30,8 @@ struct Family {
   std::vector<Fit> nodes;
   std::vector<std::pair<int, int>> dims;     // (input slot, dim) carrying s; dims[0] defines s
   bool collectives = false;
+  // Whether dim `dim` of input `slot` is a form of s (not a constant).
+  bool symbolic_input(int slot, int64_t dim) const;
 };
 
 // Fits a family from graphs of one shape-erased signature at distinct sizes

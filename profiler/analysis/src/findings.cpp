@@ -108,7 +108,8 @@ struct ShapeRun {
   std::map<int64_t, std::vector<double>> exec;  // executions per graph (training steps and explicit evaluations), in seconds
   std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
   std::map<InputKey, int64_t> first_old;  // value before the first change
-  std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  std::map<InputKey, int64_t> dynamic_at;  // torch.compile (or tc) made the dim dynamic at this size
+  std::set<InputKey> dynamic_by_tc;        // of those, tc's own (TC_DYNAMIC)
   std::map<InputKey, int64_t> first_seen;  // the order of its first compilation_inputs row
   // The hook's record of each step's inputs (step_inputs): (process, input, dim) -> (process, step) -> size.
   std::map<InputKey, std::map<std::pair<int64_t, int64_t>, int64_t>> step_values;
@@ -176,7 +177,10 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     run.values[key][q.i64(0)] = q.i64(4);
     run.first_old.try_emplace(key, q.i64(3));
     run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
-    if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
+    if (q.i64(6) == 1 && run.dynamic_at.try_emplace(key, q.i64(4)).second) {
+      auto g = run.graphs.find(q.i64(0));
+      if (g != run.graphs.end() && !g->second.carries) run.dynamic_by_tc.insert(key);
+    }
   }
   read_step_inputs(r, report, text, run);
 }
@@ -365,9 +369,10 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text, std
                         "'s size: the plan covers the " + std::to_string(seen) + " the hook saw.)";
     } else if (dyn != run.dynamic_at.end() && !short_last_batch) {
       // The sizes after the dim became dynamic are unknown: no size from this log is the data's largest.
-      f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: "
-                     "torch.compile made this dim dynamic at " + std::to_string(dyn->second) + ", and the sizes of the steps after that are not "
-                     "in its log (the largest before it was " + std::to_string(hi) + ").";
+      f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: " +
+                     std::string(run.dynamic_by_tc.contains(key) ? "tc" : "torch.compile") + " made this dim dynamic at " + std::to_string(dyn->second) +
+                     ", and the sizes of the steps after that are not " + (run.dynamic_by_tc.contains(key) ? "recorded" : "in its log") +
+                     " (the largest before it was " + std::to_string(hi) + ").";
     }
     for (const auto& d : observed)
       if (d.first_ts) f.anchors_ts.push_back(d.first_ts);
@@ -582,21 +587,24 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
 
 // ---------------------------------------------------------------- recompilation.dynamic_marked
 
-// torch.compile's automatic_dynamic: after a size changed it recompiled the
-// frame with that dim symbolic. The static compilations before it were the price.
+// torch.compile's automatic_dynamic (and tc's own, TC_DYNAMIC): after a size
+// changed it recompiled the frame with that dim symbolic. The static
+// compilations before it were the price.
 Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilation_inputs, "dynamic")) return Status::Ok();
+  const std::string framework = r.has(store::schema::compilations, "framework") ? "c.framework" : "'torch.compile'";
   auto q = r.query(
       std::string("SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
       "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL AND o.") + kNotBackward + "), "
-      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL) "
-      "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
+      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL), " +
+      framework + " FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
       "WHERE i.dynamic = 1 ORDER BY c.ts, i.id");
   while (q.next()) {
     std::string input = text(q.text(0));
     const int64_t dim = q.i64(1), before = q.i64(10);
     const double dynamic_s = static_cast<double>(q.i64(6)) / 1e9, static_s = static_cast<double>(q.i64(11)) / 1e9;
-    std::string function = q.is_null(9) ? std::string("the frame") : text(q.text(9));
+    const bool tc = text(q.text(12)) == "tc";
+    std::string function = tc ? std::string("its graph") : q.is_null(9) ? std::string("the frame") : text(q.text(9));
     // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
     std::vector<int64_t> st, dy;
     for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.execute_ns());
@@ -604,13 +612,13 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     f.kind = "recompilation.dynamic_marked";
     f.identity = input + " dim " + std::to_string(dim);
     f.severity = Severity::kInfo;
-    f.title = "torch.compile made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
+    f.title = std::string(tc ? "tc" : "torch.compile") + " made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
               std::to_string(q.i64(2)) + " -> " + std::to_string(q.i64(3)) + "; the dynamic graph took " + format_seconds(dynamic_s) + " to compile";
     if (!st.empty() && !dy.empty()) {
       f.title += "; median step " + format_seconds(median_s(st)) + " static, " + format_seconds(median_s(dy)) + " dynamic";
     }
     f.suggestion = "If " + input + " dim " + std::to_string(dim) + " is meant to vary, mark it dynamic from the start "
-                   "(torch._dynamo.mark_dynamic(" + input + ", " + std::to_string(dim) + ")) and save the static compilation" +
+                   "(" + (tc ? "tc::mark_dynamic(" : "torch._dynamo.mark_dynamic(") + input + ", " + std::to_string(dim) + ")) and save the static compilation" +
                    (before == 1 ? "" : "s") + "; if it is not, pad it to one size (recompilation.shape_change says to which).";
     f.estimated_saving_s = static_s;
     Json j;
