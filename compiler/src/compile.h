@@ -254,5 +254,8 @@ void verify_program(const Program& p);
 // Compiles on a cache miss, then executes `g` with planner buffers. Returns the
 // graph id executed.
 int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location& site);
+// Benchmarks only: a dynamic program that serves a graph runs it even where a
+// static graph of that size exists (dynamic against static, interleaved).
+void prefer_dynamic_for_bench(bool on);
 
 }  // namespace tc::detail

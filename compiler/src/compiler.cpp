@@ -609,6 +609,11 @@ void CollectiveScope::rethrow_collective_failure() {
   std::rethrow_exception(e);
 }
 
+namespace {
+bool g_prefer_dynamic = false;
+}  // namespace
+void prefer_dynamic_for_bench(bool on) { g_prefer_dynamic = on; }
+
 int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location& site) {
   Lowered l = lower(g, trigger);
   uint64_t sig = structure_hash(l.g, true);
@@ -616,8 +621,9 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   std::shared_ptr<CompiledGraph> exe;
   int64_t size = 0;  // a dynamic program's size for this graph
   const std::pair<const Backend*, uint64_t> key{&backend(), sig};
-  if (auto it = c.by_signature.find(key); it != c.by_signature.end()) {
-    exe = it->second;
+  auto hit = c.by_signature.find(key);
+  if (hit != c.by_signature.end() && !g_prefer_dynamic) {
+    exe = hit->second;
   } else {
     uint64_t erased = structure_hash(l.g, false);
     if (auto d = c.dynamic.find({key.first, erased}); d != c.dynamic.end() && dynamic_on())
@@ -626,6 +632,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
           exe = e;
           break;
         }
+    if (!exe && hit != c.by_signature.end()) exe = hit->second;
     if (!exe) {
       if (events::timing_kernels() && !events::ceilings_recorded()) {
         // The roofline kernels are put against: cached per machine, measured once (~0.2 s).
