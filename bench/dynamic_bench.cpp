@@ -9,7 +9,8 @@
 // codegen, build), wall time of the 48 steps; in auto, the time a step at a
 // length the run has not seen yet takes beyond a step at a seen one once the
 // dim is dynamic (the miss, the family check, arena growth: "time to a new
-// size"), and the dynamic step against the static step at length 64,
+// size"; and by pairs: a new length, then the same one again), and the
+// dynamic step against the static step at length 64,
 // measured interleaved (20 rounds, medians).
 #include <CLI/CLI.hpp>
 #include <tc/tc.h>
@@ -110,8 +111,19 @@ int child(const std::string& mode) {
       dy.push_back(m.step(64, 300 + r));
     }
     tc::detail::prefer_dynamic_for_bench(false);
-    std::printf(" new_size_ms %.3f seen_size_ms %.3f (%zu and %zu steps) static64_ms %.3f dynamic64_ms %.3f", median(fresh), median(again),
-                fresh.size(), again.size(), median(st), median(dy));
+    // Time to a new size: lengths the run never had (each the largest so
+    // far: the arena grows every time), each step followed by one more at
+    // the same length; the difference is what the new size cost.
+    std::vector<double> extra;
+    const int before = count.n;
+    for (int64_t len = 140; len < 160; len += 2) {
+      const double first = m.step(len, 400 + static_cast<int>(len));
+      extra.push_back(first - m.step(len, 500 + static_cast<int>(len)));
+    }
+    std::printf(" new_size_ms %.3f seen_size_ms %.3f (%zu and %zu steps) new_size_extra_ms %.3f (%zu lengths, %d compilations)"
+                " static64_ms %.3f dynamic64_ms %.3f",
+                median(fresh), median(again), fresh.size(), again.size(), median(extra), extra.size(), count.n - before, median(st),
+                median(dy));
   }
   std::printf("\n");
   tc::events::set_test_observer(nullptr);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <tc/tc.h>
 
 #include "backend/backend.h"  // compiler/src: the backends the rows run on
@@ -37,6 +38,20 @@ struct EnvGuard {
     }
   }
   ~EnvGuard() { ::unsetenv("TC_DYNAMIC"); }
+};
+
+tc::detail::Backend& cpu_backend() {
+  std::string why;
+  tc::detail::Backend* b = tc::detail::find_backend("cpu", &why);
+  if (!b) throw std::runtime_error("no cpu backend: " + why);
+  return *b;
+}
+
+// Every test runs on the cpu backend (the one with dynamic programs), TC_DYNAMIC unset.
+class Dynamic : public ::testing::Test {
+ protected:
+  tc::detail::ScopedBackend use_{cpu_backend()};
+  EnvGuard env_{nullptr};
 };
 
 constexpr int64_t kB = 2, kD = 8, kH = 2, kV = 11, kN = 5;
@@ -101,12 +116,7 @@ void expect_close(const std::vector<std::vector<float>>& got, const std::vector<
 // Sizes 3 and 5 compile static graphs; 7 the dynamic one, which then serves
 // 2, 9 (the largest: its arena grows, a new plan is recorded), 4 and 7 again;
 // 1 stays specialized. Each against the eager executor.
-TEST(Dynamic, OpRowsMatchEagerAtEverySize) {
-  std::string why;
-  tc::detail::Backend* b = tc::detail::find_backend("cpu", &why);
-  ASSERT_NE(b, nullptr) << why;
-  tc::detail::ScopedBackend use(*b);
-  EnvGuard env(nullptr);
+TEST_F(Dynamic, OpRowsMatchEagerAtEverySize) {
   Count count;
   tc::events::set_test_observer(&count);
   int grown = 0;
@@ -133,11 +143,7 @@ void small(int64_t t, bool mark_static) {
 }
 
 // TC_DYNAMIC=off and mark_static: one graph per size, as before.
-TEST(Dynamic, OffAndMarkStaticCompileEverySize) {
-  std::string why;
-  tc::detail::Backend* b = tc::detail::find_backend("cpu", &why);
-  ASSERT_NE(b, nullptr) << why;
-  tc::detail::ScopedBackend use(*b);
+TEST_F(Dynamic, OffAndMarkStaticCompileEverySize) {
   for (int mode = 0; mode < 2; ++mode) {
     EnvGuard env(mode == 0 ? "off" : nullptr);
     Count count;
@@ -199,12 +205,7 @@ Trained train_lengths(bool eager) {
   return r;
 }
 
-TEST(Dynamic, TrainingWithALengthPerStepMatchesEager) {
-  std::string why;
-  tc::detail::Backend* b = tc::detail::find_backend("cpu", &why);
-  ASSERT_NE(b, nullptr) << why;
-  tc::detail::ScopedBackend use(*b);
-  EnvGuard env(nullptr);
+TEST_F(Dynamic, TrainingWithALengthPerStepMatchesEager) {
   Trained eager = train_lengths(true);
   Trained lazy = train_lengths(false);
   ASSERT_EQ(lazy.params.size(), eager.params.size());

@@ -188,11 +188,28 @@ std::string sizes_prologue(const Program& p) {
          "];\n  const int64_t tc_s = tc_tab[0];\n  const int64_t* tc_off = tc_tab + 1;\n  (void)tc_s;\n  (void)tc_off;\n";
 }
 
+// Whether index expression i of a dynamic program's kernel has only
+// constants and loops of fixed extent: index_affine may then fold it (it
+// reads values and extents as numbers).
+static bool fixed_index(const Kernel& k, int i) {
+  const KExpr& e = k.ex[static_cast<std::size_t>(i)];
+  switch (e.k) {
+    case KOp::IConst:
+    case KOp::Chk: return !k.sym->ex_i[static_cast<std::size_t>(i)].symbolic();
+    case KOp::Var: return e.i >= 0 && static_cast<std::size_t>(e.i) < k.sym->loop.size() && !k.sym->loop[static_cast<std::size_t>(e.i)].symbolic();
+    case KOp::IAdd:
+    case KOp::IMul:
+    case KOp::IDiv:
+    case KOp::IMod: return fixed_index(k, e.a) && fixed_index(k, e.b);
+    default: return true;
+  }
+}
+
 std::string expr(const Dialect& d, const Kernel& k, int i) {
   const KExpr& e = k.ex[static_cast<std::size_t>(i)];
   auto a = [&] { return expr(d, k, e.a); };
   auto b = [&] { return expr(d, k, e.b); };
-  if (!k.sym && (e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod)) {
+  if ((e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) && (!k.sym || fixed_index(k, i))) {
     if (auto f = index_affine::affine(k, i, [&d](const Kernel& kk, int ii) { return expr(d, kk, ii); })) return f->str();
   }
   switch (e.k) {
