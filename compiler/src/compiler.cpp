@@ -518,7 +518,14 @@ void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id, int
     ptrs.back() = table.data();
   }
   for (std::size_t i = 0; i < g.inputs.size(); ++i) ptrs[i] = g.inputs[i]->data->raw();
-  ScopedBatchSize batch(exe.batch_size);  // an out-of-memory record names the plan's batch
+  int64_t batch_size = exe.batch_size;
+  if (exe.family)  // this size's batch, found as plan_memory finds it: dim 0 of the first named host input
+    for (const Node* in : g.inputs)
+      if (!in->name.empty() && !in->shape.empty() && in->category == Category::input) {
+        batch_size = in->shape[0];
+        break;
+      }
+  ScopedBatchSize batch(batch_size);  // an out-of-memory record names the plan's batch
   std::vector<std::shared_ptr<Buffer>> outs(g.outputs.size());
   std::map<int, std::shared_ptr<Buffer>> by_buf;
   for (std::size_t o = 0; o < g.outputs.size(); ++o) {
