@@ -111,18 +111,23 @@ int child(const std::string& mode) {
       dy.push_back(m.step(64, 300 + r));
     }
     tc::detail::prefer_dynamic_for_bench(false);
-    // Time to a new size: lengths the run never had (each the largest so
-    // far: the arena grows every time), each step followed by one more at
-    // the same length; the difference is what the new size cost.
-    std::vector<double> extra;
+    // Time to a new size: lengths the run never had, each step followed by
+    // one more at the same length; the difference is what the new size
+    // cost. Below the largest length so far (18..36, even), and above it
+    // (140..158: the arena grows every time).
+    std::vector<double> extra, grown;
     const int before = count.n;
-    for (int64_t len = 140; len < 160; len += 2) {
+    for (int64_t len = 18; len <= 36; len += 2) {
       const double first = m.step(len, 400 + static_cast<int>(len));
       extra.push_back(first - m.step(len, 500 + static_cast<int>(len)));
     }
-    std::printf(" new_size_ms %.3f seen_size_ms %.3f (%zu and %zu steps) new_size_extra_ms %.3f (%zu lengths, %d compilations)"
-                " static64_ms %.3f dynamic64_ms %.3f",
-                median(fresh), median(again), fresh.size(), again.size(), median(extra), extra.size(), count.n - before, median(st),
+    for (int64_t len = 140; len < 160; len += 2) {
+      const double first = m.step(len, 400 + static_cast<int>(len));
+      grown.push_back(first - m.step(len, 500 + static_cast<int>(len)));
+    }
+    std::printf(" new_size_ms %.3f seen_size_ms %.3f (%zu and %zu steps) new_size_extra_ms %.3f grown_size_extra_ms %.3f"
+                " (10 lengths each, %d compilations) static64_ms %.3f dynamic64_ms %.3f",
+                median(fresh), median(again), fresh.size(), again.size(), median(extra), median(grown), count.n - before, median(st),
                 median(dy));
   }
   std::printf("\n");
