@@ -133,13 +133,16 @@ TEST_F(Dynamic, OpRowsMatchEagerAtEverySize) {
   EXPECT_EQ(grown, 1);               // 9 > 7: the arena grew, with its plan recorded
 }
 
-// A small graph: tanh(x) * x summed over the length, x [2, t, 4].
-void small(int64_t t, bool mark_static) {
+// A small graph: f(x) * x summed over the length, x [2, t, 4]; its value.
+// (Tests in one process share the compiler's caches: each test its own f.)
+std::vector<float> small(int64_t t, bool mark_static, bool mark_dynamic = false) {
   T x = tc::from_host(randv(2 * t * 4, 1), {2, t, 4}, "x");
   if (mark_static) tc::mark_static(x, 1);
-  T y = tc::sum(tc::tanh(x) * x, {1});
+  if (mark_dynamic) tc::mark_dynamic(x, -2);
+  T y = tc::sum((mark_dynamic ? tc::sigmoid(x) : tc::tanh(x)) * x, {1});
   tc::mark_step();
   EXPECT_TRUE(y.is_materialized());
+  return y.to_host();
 }
 
 // TC_DYNAMIC=off and mark_static: one graph per size, as before.
@@ -152,6 +155,25 @@ TEST_F(Dynamic, OffAndMarkStaticCompileEverySize) {
     tc::events::set_test_observer(nullptr);
     EXPECT_EQ(count.compilations, 4) << (mode == 0 ? "TC_DYNAMIC=off" : "mark_static");
   }
+}
+
+// mark_dynamic: the dim is symbolic from its second size (2 compilations
+// where automatic dynamic takes 3); compiled equals eager at every size.
+TEST_F(Dynamic, MarkDynamicMakesTheSecondSizeSymbolic) {
+  Count count;
+  tc::events::set_test_observer(&count);
+  std::vector<std::vector<float>> got;
+  for (int64_t t : {22, 23, 24, 25}) got.push_back(small(t, false, true));
+  tc::events::set_test_observer(nullptr);
+  EXPECT_EQ(count.compilations, 2);
+  tc::set_eager(true);
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    std::vector<float> want = small(22 + static_cast<int64_t>(k), false, true);
+    ASSERT_EQ(got[k].size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[k][i], want[i], 1e-5 * (1 + std::fabs(want[i])));
+  }
+  tc::set_eager(false);
+  EXPECT_THROW(tc::mark_dynamic(tc::zeros({2, 3}), 2), tc::Error);
 }
 
 // A small Transformer classifier (the demo's shape: embedding, positions,
