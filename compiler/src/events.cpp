@@ -123,10 +123,11 @@ void on_compilation(const CompilationRecord& c) {
 }
 
 void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
-                          int64_t new_value) {
+                          int64_t new_value, bool dynamic) {
   if (!tr::enabled()) return;
   tr::emit(tr::rec::CompilationInput{
-      .graph_id = graph_id, .input = tr::intern(input), .dim = dim, .old_value = old_value, .new_value = new_value});
+      .graph_id = graph_id, .input = tr::intern(input), .dim = dim, .old_value = old_value, .new_value = new_value,
+      .dynamic = dynamic ? 1 : 0});
 }
 
 void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after) {
