@@ -9,6 +9,7 @@
 #      join their executions and kernels, and whose CUPTI rows (gpu_activity,
 #      through libtc_cupti.so) join them too; a PyTorch program's GPU kernels
 #      recorded the same way;
+#   3c. a JAX run's memory (XLA's memory_analysis(), the device's capacity);
 #   4. a benchmark: the MLP step of tc-bench-compiler on the GPU against
 #      PyTorch eager and torch.compile on the same GPU.
 # Every check runs (a failure does not hide the next); the summary lists
@@ -176,6 +177,24 @@ print("kernels:", n)
 sys.exit(0 if n >= 20 else 1)
 EOF
   check torch_analyze_kernels 60 "$bin/tc-analyze" kernels "$build/torch-run.tcdb"
+fi
+
+echo "== 3c. JAX's memory on the GPU (issue #30): XLA's memory_analysis() per executable, the capacity from memory_stats()"
+check jax_memory_profiled 180 "$bin/tc-profile" -o "$build/jax-memory.tcdb" -- python3 tests/python/jax_memory.py --batch 16
+if [ -f "$build/jax-memory.tcdb" ]; then
+  check jax_memory_store 60 python3 - "$build/jax-memory.tcdb" "$bin/tc-analyze" <<'EOF'
+import json, sqlite3, subprocess, sys
+import jax
+db = sqlite3.connect(sys.argv[1])
+limit = (jax.devices()[0].memory_stats() or {}).get("bytes_limit", 0)
+caps = {r[0] for r in db.execute("SELECT capacity_bytes FROM memory_plans")}
+points = db.execute("SELECT batch_size, ran FROM framework_memory ORDER BY batch_size").fetchall()
+print("device", jax.devices()[0], "bytes_limit", limit, "capacities", caps, "points", points)
+assert limit > 0 and caps == {limit}, "memory_plans.capacity_bytes is not the device's bytes_limit"
+assert points == [(16, 1), (32, 0), (128, 0)], points
+report = json.loads(subprocess.run([sys.argv[2], sys.argv[1], "--json"], check=True, stdout=subprocess.PIPE).stdout)
+assert any(f["kind"] == "memory.headroom" for f in report["findings"]), "no memory.headroom"
+EOF
 fi
 
 echo "== 4. benchmark: MLP training step, tc on the GPU vs PyTorch eager and torch.compile"

@@ -87,6 +87,9 @@ std::optional<int> parse_analyze_options(int argc, char** argv, AnalyzeOptions& 
   app.add_option("--safety-margin", o.analysis.memory_safety_margin, "Share of device memory kept free when suggesting a batch size")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.9));
+  app.add_option("--capacity", o.analysis.capacity_bytes,
+                 "BYTES the run may use, instead of the capacity it recorded (a GPU's memory; on the CPU the cgroup's limit, else the RAM)")
+      ->check(CLI::PositiveNumber);
   std::string by = "kernel";
   if (sub == "kernels") {
     app.add_option("--by", by, "kernel: one row per kernel of each graph; site: the time summed per source line (a kernel counts for "

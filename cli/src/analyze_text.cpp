@@ -128,6 +128,12 @@ const char* Style::on(Severity s) const {
 }
 
 std::string shown(std::string_view text) { return analysis::printable(text); }
+
+// Where a framework run's memory numbers came from; tc's own need no words.
+std::string memory_from(const analysis::Summary& s) {
+  if (s.memory_source == "xla_memory_analysis") return ", from XLA's memory_analysis() of the largest compiled step (argument + output + temp - alias)";
+  return "";
+}
 std::string secs(double s) { return analysis::format_seconds(s); }
 
 std::string ending(const Report& r) {
@@ -218,10 +224,13 @@ void print_summary(const std::string& path, const Report& r, const Style& st) {
               step_time.c_str(), static_cast<long long>(s.compilations), analysis::counted(s.recompilations, "recompilation", "recompilations").c_str(),
               static_cast<long long>(s.explicit_evaluations));
   if (s.capacity_bytes > 0) {
-    std::printf("  memory    peak %s of %s (%.0f%%)\n", bytes(static_cast<double>(s.peak_bytes)).c_str(),
-                bytes(static_cast<double>(s.capacity_bytes)).c_str(), 100.0 * static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes));
+    std::printf("  memory    peak %s of %s (%.0f%%)%s\n", bytes(static_cast<double>(s.peak_bytes)).c_str(),
+                bytes(static_cast<double>(s.capacity_bytes)).c_str(), 100.0 * static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes),
+                memory_from(s).c_str());
   } else if (s.peak_bytes > 0) {
-    std::printf("  memory    peak %s\n", bytes(static_cast<double>(s.peak_bytes)).c_str());
+    std::printf("  memory    peak %s%s\n", bytes(static_cast<double>(s.peak_bytes)).c_str(), memory_from(s).c_str());
+  } else if (!s.memory_unmeasured.empty()) {
+    std::printf("  memory    not measured: %s (docs/frameworks.md#memory)\n", shown(s.memory_unmeasured).c_str());
   }
   if (!s.top_site.empty())
     std::printf("  kernels   %s holds %.0f%% of the execute time (tc-analyze kernels for the table)\n", shown(s.top_site).c_str(), s.top_site_share * 100);

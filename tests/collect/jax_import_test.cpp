@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "import_test_util.h"
 #include "tc/analysis/report.h"
 #include "tc/import/import.h"
@@ -161,6 +163,66 @@ TEST(JaxLogImport, BucketsFindingsMatchTheTruth) {
   auto rep = tc::analysis::analyze(*r);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   tc::import::import_testing::expect_bucket_truth(*rep);
+}
+
+// XLA's memory_analysis() of each executable the hook saw (tests/python/jax_memory.py: batch 16, a short last
+// batch of 4): a memory_plans row per compiled graph, peak = argument + output + temp - alias; the step compiled
+// ahead of time at 32 and 128 at the end of the run: framework_memory rows, the batch model's points; each step's
+// executable's peak a memory.live_bytes sample at its start (the memory lane).
+TEST(JaxLogImport, Memory) {
+  Scratch s;
+  const std::string path = import(s, kFixtures + "jax-0.10.2-memory", "m");
+  std::string got = tables(path);
+  tc::import::import_testing::Tables t(path);
+  ASSERT_TRUE(t.ok());
+  t.dump("memory_plans: graph_id (its frame), peak, activation (temp), input (arguments), batch_size, capacity",
+         "SELECT m.graph_id || ' (' || c.frame || ')', m.peak_bytes, m.activation_bytes, m.input_bytes, m.batch_size, m.capacity_bytes "
+         "FROM memory_plans m JOIN compilations c ON c.graph_id = m.graph_id ORDER BY m.graph_id");
+  t.dump("framework_memory: framework, function, batch_size, ran, peak, argument, output, temp, alias",
+         "SELECT framework, function, batch_size, ran, peak_bytes, argument_bytes, output_bytes, temp_bytes, alias_bytes FROM framework_memory ORDER BY ts");
+  t.dump("memory.live_bytes at each step's start: step, bytes (its executable's peak)",
+         "SELECT s.step, c.value FROM counters c JOIN locations l ON l.id = c.loc_id JOIN steps s ON s.ts = c.ts AND s.utid = c.utid "
+         "WHERE l.name = 'memory.live_bytes' ORDER BY c.ts");
+  tc::import::import_testing::expect_expected("jax-0.10.2-memory", got + t.text());
+}
+
+// memory.headroom for the JAX run: the peak is XLA's own analysis of the step that ran (truth.txt: the script's
+// memory_analysis(), 1175652 bytes); at a capacity where the suggested batch falls between two of the model's
+// batches, its numbers are those of that segment (fixed + per sample = the interpolated peak), with every key of
+// tc's own headroom finding and the method.
+TEST(JaxLogImport, MemoryHeadroomAtTheSuggestedBatch) {
+  Scratch s;
+  auto r = tc::store::Reader::open(import(s, kFixtures + "jax-0.10.2-memory", "h"));
+  ASSERT_TRUE(r.ok());
+  tc::analysis::Options o;
+  o.capacity_bytes = 1673782;  // (peak at 32 + peak at 128) / 2 / 0.9: the batch that fits is between them
+  auto rep = tc::analysis::analyze(*r, o);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->summary.peak_bytes, 1175652);
+  EXPECT_EQ(rep->summary.memory_source, "xla_memory_analysis");
+  EXPECT_EQ(rep->summary.capacity_bytes, 1673782);
+  const tc::analysis::Finding* f = nullptr;
+  for (const auto& x : rep->findings) if (x.kind == "memory.headroom") f = &x;
+  ASSERT_NE(f, nullptr) << "no memory.headroom for the JAX run";
+  const auto ev = nlohmann::json::parse(f->evidence_json);
+  for (const char* key : {"peak_bytes", "capacity_bytes", "batch_size", "fixed_bytes", "bytes_per_sample", "largest_batch_that_fits",
+                          "suggested_batch", "lr_scale_linear", "lr_scale_sqrt", "method"})
+    EXPECT_TRUE(ev.contains(key)) << key << " in " << f->evidence_json;
+  EXPECT_EQ(ev["batch_size"], 16);
+  // Points (16, 1175652), (32, 1257636), (128, 1755172); usable 0.9 * 1673782 = 1506404 bytes, on the segment 32..128:
+  // 5182.67 bytes per sample, (1506404 - 1091791) / 5182.67 = 80.0 -> 80 fits (a multiple of 8).
+  const double per_sample = (1755172.0 - 1257636.0) / 96.0;
+  EXPECT_NEAR(ev["bytes_per_sample"].get<double>(), per_sample, 0.01);
+  EXPECT_EQ(ev["fixed_bytes"], std::llround(1257636.0 - per_sample * 32));
+  const int64_t suggested = ev["suggested_batch"];
+  EXPECT_EQ(suggested, ev["largest_batch_that_fits"].get<int64_t>());
+  EXPECT_GT(suggested, 32);
+  EXPECT_LT(suggested, 128);
+  EXPECT_NEAR(ev["predicted_peak_bytes"].get<double>(), 1257636.0 + per_sample * static_cast<double>(suggested - 32), 1.0);
+  EXPECT_LE(ev["predicted_peak_bytes"].get<double>(), 0.9 * 1673782);
+  EXPECT_DOUBLE_EQ(ev["lr_scale_linear"].get<double>(), static_cast<double>(suggested) / 16);
+  EXPECT_NE(ev["method"].get<std::string>().find("memory_analysis() of jit(train_step) at batch 16 (ran) and 32, 128"), std::string::npos)
+      << ev["method"];
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

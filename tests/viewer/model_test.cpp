@@ -89,6 +89,21 @@ TEST(MemoryScale, FollowsTheRunNotAFarCapacity) {
   EXPECT_GE(m.hi, 80e6);
 }
 
+// A run without memory data (a torch.compile run, whose memory tc does not measure) has no memory lane, not an
+// empty "0 B .. 1 B" one; a capacity alone does not make one; live bytes or an out-of-memory point do.
+TEST(MemoryLane, OnlyWithMemoryData) {
+  Timeline tl;
+  EXPECT_FALSE(has_memory_lane(tl));
+  tl.capacity_bytes = 23.5e9;
+  EXPECT_FALSE(has_memory_lane(tl));
+  tl.out_of_memory.push_back({});
+  EXPECT_TRUE(has_memory_lane(tl));
+  tl.out_of_memory.clear();
+  tl.memory.ts = {0};
+  tl.memory.value = {1175652};
+  EXPECT_TRUE(has_memory_lane(tl));
+}
+
 TEST_F(ModelTest, EveryLaneHasContent) {
   auto tl = load_timeline(path_);
   ASSERT_TRUE(tl.ok()) << tl.status().message();

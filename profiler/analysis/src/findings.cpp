@@ -696,9 +696,58 @@ struct BatchModel {
   int64_t batch_size = 0;
   int64_t peak = 0, fixed = 0, batch_bytes = 0;
   double per_sample = 0;
+  // A framework run's model (framework_memory): the peak measured at each
+  // batch, ascending, linear between them and past the last along its last
+  // segment; fixed and per_sample are then those of the segment at the batch
+  // asked about (at()). method says where the points came from.
+  std::vector<std::pair<int64_t, int64_t>> points;
+  std::string method;
+
+  // The segment holding batch b: fixed and per_sample for it.
+  void at(double b) {
+    if (points.size() < 2) return;
+    size_t i = 0;
+    while (i + 2 < points.size() && b > static_cast<double>(points[i + 1].first)) ++i;
+    const auto& [b0, p0] = points[i];
+    const auto& [b1, p1] = points[i + 1];
+    per_sample = static_cast<double>(p1 - p0) / static_cast<double>(b1 - b0);
+    fixed = static_cast<int64_t>(std::llround(static_cast<double>(p0) - per_sample * static_cast<double>(b0)));
+    batch_bytes = peak - fixed;
+  }
 };
 
-// From the memory plan of the biggest compiled graph with a batch dimension.
+// The step function's points in framework_memory (the process and function
+// whose run point has the largest peak); unknown with fewer than two batches,
+// or when memory does not grow with the batch.
+BatchModel framework_model(const store::Reader& r) {
+  BatchModel m;
+  if (!r.has(store::schema::framework_memory, "peak_bytes")) return m;
+  auto q = r.query(
+      "SELECT f.batch_size, max(f.peak_bytes), max(f.ran), f.framework, f.function FROM framework_memory f JOIN (SELECT utid, function FROM "
+      "framework_memory WHERE ran = 1 AND batch_size > 0 ORDER BY peak_bytes DESC, id LIMIT 1) s ON s.utid = f.utid AND s.function = f.function "
+      "WHERE f.batch_size > 0 AND f.peak_bytes > 0 GROUP BY f.batch_size ORDER BY f.batch_size");
+  std::string ahead;
+  while (q.next()) {
+    m.points.emplace_back(q.i64(0), q.i64(1));
+    if (q.i64(2) != 0 && m.batch_size == 0) {
+      m.batch_size = q.i64(0), m.peak = q.i64(1);
+      m.method = std::string(q.text(3) == "jax" ? "XLA's memory_analysis() of " : "the framework's accounting of ") + std::string(q.text(4)) +
+                 " at batch " + std::to_string(q.i64(0)) + " (ran)";
+    } else if (q.i64(2) == 0) {
+      ahead += (ahead.empty() ? "" : ", ") + std::to_string(q.i64(0));
+    }
+  }
+  if (!q.status().ok() || m.batch_size == 0 || m.points.size() < 2) return BatchModel{};
+  m.method += " and " + ahead + " (compiled ahead of time, not run)";
+  m.at(static_cast<double>(m.points.back().first));
+  if (m.per_sample <= 0) return BatchModel{};
+  m.known = true;
+  m.at(static_cast<double>(m.batch_size));
+  return m;
+}
+
+// From the memory plan of the biggest compiled graph with a batch dimension;
+// else a framework run's model.
 BatchModel batch_model(const store::Reader& r) {
   BatchModel m;
   auto q = r.query(
@@ -710,12 +759,22 @@ BatchModel batch_model(const store::Reader& r) {
     m.batch_bytes = q.i64(2);
     m.fixed = m.peak - m.batch_bytes;
     m.per_sample = static_cast<double>(m.batch_bytes) / static_cast<double>(m.batch_size);
+    return m;
   }
-  return m;
+  return framework_model(r);
 }
 
-int64_t largest_batch(const BatchModel& m, int64_t capacity, double margin) {
-  double usable = static_cast<double>(capacity) * (1.0 - margin) - static_cast<double>(m.fixed);
+// The largest batch whose peak leaves the margin free; a framework model is
+// left at the segment of that batch.
+int64_t largest_batch(BatchModel& m, int64_t capacity, double margin) {
+  double usable = static_cast<double>(capacity) * (1.0 - margin);
+  if (!m.points.empty()) {
+    if (!m.known) return 0;
+    size_t i = 0;  // the first segment whose end does not fit (or the last)
+    while (i + 2 < m.points.size() && static_cast<double>(m.points[i + 1].second) <= usable) ++i;
+    m.at(static_cast<double>(m.points[i].first) + 0.5);
+  }
+  usable -= static_cast<double>(m.fixed);
   if (!m.known || m.per_sample <= 0 || usable <= 0) return 0;
   int64_t b = static_cast<int64_t>(usable / m.per_sample);
   if (b >= 16) b -= b % 8;  // multiples of 8 run best
@@ -732,6 +791,8 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
   }
   return "scale the learning rate by " + format_double("%.2f", k) + " (linear) or " + format_double("%.2f", std::sqrt(k)) + " (sqrt)";
 }
+
+Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m);
 
 Status memory(const store::Reader& r, Report& report, const Options& options) {
   const Summary& s = report.summary;
@@ -771,27 +832,37 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     add(report, std::move(f), j, q.i64(0));
   }
   TC_RETURN_IF_ERROR(q.status());
-  // memory.headroom
-  if (had_oom || s.capacity_bytes <= 0 || s.peak_bytes <= 0) return Status::Ok();
+  if (had_oom) return Status::Ok();
+  return headroom(r, report, options, m);
+}
+
+// memory.headroom: peak against capacity, and the batch the model says fits.
+Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m) {
+  const Summary& s = report.summary;
+  if (s.capacity_bytes <= 0 || s.peak_bytes <= 0) return Status::Ok();
   int64_t fits = largest_batch(m, s.capacity_bytes, options.memory_safety_margin);
+  // Past 8x the step changes character (and the learning rate with it): suggest at most that, and say how far memory goes.
+  const int64_t suggest = std::min(fits, m.batch_size * 8);
+  if (m.known && suggest > 0) m.at(static_cast<double>(suggest));  // a framework model: the numbers of the suggested batch's segment
+  const std::string margin = format_double("%.0f", options.memory_safety_margin * 100);
   double used = static_cast<double>(s.peak_bytes) / static_cast<double>(s.capacity_bytes);
   Finding f;
   f.kind = "memory.headroom";
-  f.identity = m.known ? "batch " + std::to_string(m.batch_size) + " to " + std::to_string(std::min(fits, m.batch_size * 8)) : "no batch";
+  f.identity = m.known ? "batch " + std::to_string(m.batch_size) + " to " + std::to_string(suggest) : "no batch";
   f.severity = Severity::kInfo;
   f.title = "Peak " + format_bytes(static_cast<double>(s.peak_bytes)) + " of " + format_bytes(static_cast<double>(s.capacity_bytes)) + " (" +
             format_double("%.0f", used * 100) + "%)";
   if (m.known && fits > m.batch_size) {
     f.title += "; batch " + std::to_string(fits) + " fits";
-    // Past 8x the step changes character (and the learning rate with it): suggest at most that, and say how far memory goes.
-    int64_t suggest = std::min(fits, m.batch_size * 8);
     f.suggestion = "Raise the batch from " + std::to_string(m.batch_size) + " to " + std::to_string(suggest) + " (" +
-                   (suggest < fits ? "8x; up to " + std::to_string(fits) + " fit" : std::string("the most that fits")) + " with " +
-                   format_double("%.0f", options.memory_safety_margin * 100) + "% headroom: " + format_bytes(static_cast<double>(m.fixed)) + " fixed + " +
-                   format_bytes(m.per_sample) + " per sample) and " + lr_advice(r, m.batch_size, suggest) + ".";
+                   (suggest < fits ? "8x; up to " + std::to_string(fits) + " fit" : std::string("the most that fits")) + " with " + margin +
+                   "% headroom: " + format_bytes(static_cast<double>(m.fixed)) + " fixed + " + format_bytes(m.per_sample) + " per sample" +
+                   (m.method.empty() ? "" : ", from " + m.method) + ") and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
-    f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " +
-                   format_double("%.0f", options.memory_safety_margin * 100) + "% headroom.";
+    f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " + margin + "% headroom.";
+  } else if (s.memory_source == "xla_memory_analysis") {
+    f.suggestion = "No batch size is suggested: the step was not compiled at a second batch size to size it (the hook's probes at the end "
+                   "of the run: TC_MEMORY_PROBE_S, and the jax import's note), or no batch argument was found (docs/frameworks.md#memory).";
   } else {
     f.suggestion = "No compiled memory plan with a batch dimension was recorded, so no batch size is suggested; name the batch input "
                    "(tc::from_host(..., \"name\")) and run compiled.";
@@ -801,9 +872,14 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   if (m.known) {
     j.field("batch_size", m.batch_size).field("planned_peak_bytes", m.peak).field("fixed_bytes", m.fixed);
     j.field("batch_bytes", m.batch_bytes).field("bytes_per_sample", m.per_sample).field("largest_batch_that_fits", fits);
-    int64_t suggest = std::min(fits, m.batch_size * 8);
     double k = suggest > 0 ? static_cast<double>(suggest) / static_cast<double>(m.batch_size) : 0;
     j.field("suggested_batch", suggest).field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
+    if (!m.method.empty()) {
+      j.field("method", m.method).field("predicted_peak_bytes", m.fixed + static_cast<int64_t>(std::llround(m.per_sample * static_cast<double>(suggest))));
+      j.key("points").begin_array();
+      for (const auto& [b, p] : m.points) j.begin_object().field("batch_size", b).field("peak_bytes", p).end_object();
+      j.end_array();
+    }
   }
   j.field("safety_margin", options.memory_safety_margin).end_object();
   add(report, std::move(f), j);

@@ -86,6 +86,12 @@ Status read_summary(const store::Reader& r, Summary& s) {
   s.compile_s = static_cast<double>(q.i64(4)) / 1e9;
   s.execute_s = static_cast<double>(q.i64(5)) / 1e9;
   s.peak_bytes = std::max(q.i64(6), q.i64(7));
+  s.memory_source = s.peak_bytes <= 0 ? "" : q.i64(6) >= q.i64(7) ? "counter" : "plan";
+  // A JAX run's counter is its steps' executables' peaks: the same numbers, XLA's.
+  if (!s.memory_source.empty() && r.has(store::schema::compilations, "framework")) {
+    auto jax = r.scalar_i64("SELECT EXISTS (SELECT 1 FROM memory_plans m JOIN compilations c ON c.graph_id = m.graph_id WHERE c.framework = 'jax')");
+    if (jax.ok() && *jax) s.memory_source = "xla_memory_analysis";
+  }
   for (int c : {8, 9, 10}) {
     if (!q.is_null(c)) s.capacity_bytes = std::max(s.capacity_bytes, q.i64(c));
   }
@@ -247,6 +253,18 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
       if (!what.empty()) report.notes.push_back(std::string(f.text(0)) + (f.text(0) == "torch.compile" ? " trace: " : " log: ") + what);
     }
   }
+  if (s.peak_bytes <= 0 && r.has(store::schema::steps, "framework")) {
+    // A framework run without memory numbers says why (docs/frameworks.md#memory).
+    auto f = r.query("SELECT framework FROM steps WHERE framework IN ('jax', 'torch', 'torch_xla') GROUP BY framework ORDER BY count(*) DESC LIMIT 1");
+    const bool row = f.next();
+    if (row && f.text(0) == "jax") {
+      s.memory_unmeasured = "the JAX log has no memory records (XLA's memory_analysis() of each compiled step, which tc's hook writes since "
+                            "schema v7)";
+    } else if (row) {
+      s.memory_unmeasured = "tc does not measure " + std::string(f.text(0) == "torch" ? "torch's" : "PyTorch/XLA's") + " memory yet, only JAX's";
+    }
+    TC_RETURN_IF_ERROR(f.status());
+  }
   if (s.compilations == 0 && s.explicit_evaluations == 0 && s.execute_s == 0 && s.step_source != "mark_step" && s.step_source != "optimizer_step" &&
       s.step_source != "jit_call") {
     report.notes.push_back("no tc compilations: the recompilation, explicit-evaluation, memory and kernel findings need a program that "
@@ -297,6 +315,7 @@ StatusOr<Report> analyze(const store::Reader& store, const Options& options) {
   StoreText text;
   TC_RETURN_IF_ERROR(read_run(store, report.run, text));
   TC_RETURN_IF_ERROR(read_summary(store, report.summary));
+  if (options.capacity_bytes > 0) report.summary.capacity_bytes = options.capacity_bytes;
   // The ranges summary scans every range (4 M rows in a 10 M-event store: 0.2
   // s of report became 1.0 s). A run with tc's own steps and no NVTX leaves
   // tc's ranges to `tc-analyze ranges`; a run without steps, with NVTX, or

@@ -262,7 +262,7 @@ def _arg_shapes(names, args, kwargs):
     return tuple(out)
 
 
-def _jit_calls(call, own, local, log, now):
+def _jit_calls(call, own, local, log, now, memory=None):
     """A __call__ for jaxlib's PjitFunction around its own (`call`): logs each jitted function of the program (its
     code outside `own`, the jax and jaxlib directories) at its first call (k="fun") and each outermost call of one
     (k="call", with its arguments' shapes, "in", when they differ from its call before); calls made inside another
@@ -304,12 +304,17 @@ def _jit_calls(call, own, local, log, now):
             shapes = _arg_shapes(params.get(i, ()), args, kwargs)
         except Exception:
             shapes = ()
+        seen = memory.before(i, shapes, args, kwargs) if memory is not None else None
         local.depth = 1
         t0 = now()
+        out = None
         try:
-            return call(self, *args, **kwargs)
+            out = call(self, *args, **kwargs)
+            return out
         finally:
             local.depth = 0
+            if seen is not None:
+                memory.after(self, i, seen, out)
             if shapes == last_in.get(i):
                 log.line('{"k":"call","f":%d,"ts":%d,"end":%d}\n' % (i, t0, now()))
             else:
@@ -368,6 +373,8 @@ def _register_jax(jax):
 
     # Compile stages: jax.monitoring calls back as each stage ends.
     def on_duration(event, seconds, **kw):
+        if getattr(local, "probing", False):  # the memory probe's own compiles (_JaxMemory) are not the program's
+            return
         if isinstance(event, str) and event.startswith("/jax/core/compile/"):
             log.record(k="dur", ts=now(), event=event, s=float(seconds), fun=str(kw.get("fun_name", "")))
 
@@ -388,6 +395,8 @@ def _register_jax(jax):
                     return True
                 if "CACHE MISS" not in msg:
                     return True
+                if getattr(local, "probing", False):
+                    return not quiet
                 log.record(k="miss", ts=now(), msg=msg)
                 return not quiet
 
@@ -411,7 +420,7 @@ def _register_jax(jax):
     except Exception:
         Pjit = None
     if Pjit is not None and Pjit.__module__.startswith("jaxlib") and "__call__" in Pjit.__dict__:
-        _patch_call(Pjit, _jit_calls(Pjit.__dict__["__call__"], own, local, log, now))
+        _patch_call(Pjit, _jit_calls(Pjit.__dict__["__call__"], own, local, log, now, _JaxMemory(jax, log, local, now)))
 
     # Forced evaluations: a jax Array read back on the host by the program's own code.
     try:
@@ -431,6 +440,225 @@ def _register_jax(jax):
                         ("__array__", "to_host", "numpy.asarray()"), ("__repr__", "print", "repr()"),
                         ("__str__", "print", "str()"), ("__format__", "print", "format()")),
                 local, "reading", log, now, program_frame)
+
+# ---------------------------------------------------------------- JAX memory
+
+_PROBE_FACTORS = (2, 8)  # the step compiled ahead of time at these multiples of its batch (8x: the most suggested)
+
+
+def _capacity_bytes():
+    """(bytes, source) of memory the process may use on the CPU: its cgroup's limit (v2, else v1), else the machine's
+    RAM; (0, "") when neither can be read."""
+    paths = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                parts = line.strip().split(":", 2)
+                if len(parts) == 3 and parts[0] == "0":
+                    paths.append("/sys/fs/cgroup" + parts[2].rstrip("/") + "/memory.max")
+    except OSError:
+        pass
+    paths += ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+    for path in paths:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < (1 << 60):  # "max" or v1's huge number: no limit
+            return int(text), "cgroup"
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "ram"
+    except (ValueError, OSError, AttributeError):
+        return 0, ""
+
+
+class _JaxMemory:
+    """XLA's own memory accounting of the program's jitted functions, for tc's memory findings (issue #30):
+      - the first call of each function with new argument shapes logs its executable's memory_analysis() (k="mem",
+        ran=1): jitted.lower(...).compile() of the same abstract arguments after the call, which JAX's caches answer
+        without compiling again (a few hundred microseconds);
+      - at the end of the run (atexit), the step function (the one called most), at its most frequent shapes, is
+        logged again (k="mem", ran=1, model=1), then lowered and compiled ahead of time with its batch (dim 0 of the
+        batch arguments) at 2x and 8x, and each compile's memory_analysis() logged (k="mem", ran=0, model=1):
+        compiles, never runs, within TC_MEMORY_PROBE_S seconds (30 by default; 0: none). The first probe always
+        starts; the next only when the time spent plus the last probe's fits in the budget (k="mem_skipped" else);
+      - the capacity (k="capacity"): the device's bytes_limit where memory_stats() has one (a GPU), else the cgroup's
+        limit or the RAM.
+    The batch arguments: the arguments (top level, a dict or tuple counts as one) whose arrays all share one dim 0
+    and that the function does not return (params and optimizer state come back; the batch does not); of those, the
+    dim 0 shared by the most arguments, then by the most elements. The hook's own lowering is not logged as the
+    program's (local.probing)."""
+
+    def __init__(self, jax, log, local, now):
+        self.jax, self.log, self.local, self.now = jax, log, local, now
+        self.sigs = {}  # function index -> {shapes: [abstract (args, kwargs), calls, batch, batch positions]}
+        self.calls = {}  # function index -> its calls
+        self.jitted = {}  # function index -> a weak reference to it
+        self.started = self.exiting = False
+
+    def before(self, i, shapes, args, kwargs):
+        """Counts the call; for new shapes of function i, returns the abstract arguments (taken before the call: a
+        donated argument is gone after it), else None."""
+        self.calls[i] = self.calls.get(i, 0) + 1
+        sigs = self.sigs.setdefault(i, {})
+        entry = sigs.get(shapes)
+        if entry is not None:
+            entry[1] += 1
+            return None
+        if len(sigs) >= 64 or self.exiting:
+            return None
+        try:
+            abstract = self._abstract((args, kwargs))
+        except Exception:
+            return None
+        entry = sigs[shapes] = [abstract, 1, 0, ()]
+        return entry
+
+    def after(self, jitted, i, entry, out):
+        if out is None:
+            return
+        import weakref
+
+        if i not in self.jitted:
+            try:
+                self.jitted[i] = weakref.ref(jitted)
+            except TypeError:
+                return
+            if not self.started:  # once: the capacity, and the probes at exit (registered after JAX's exit handlers: run first)
+                self.started = True
+                self._capacity()
+                import atexit
+
+                atexit.register(self.probe)
+        try:
+            entry[2], entry[3] = self._batch(entry[0], out)
+        except Exception:
+            entry[2], entry[3] = 0, ()
+        self._analyse(jitted, i, entry[0], entry[2], True)
+
+    def _abstract(self, tree):
+        jax = self.jax
+
+        def leaf(a):
+            if isinstance(a, jax.Array):
+                sharding = a.sharding if getattr(a, "_committed", False) else None
+                return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
+            shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+            if type(shape) is tuple and dtype is not None:  # numpy
+                return jax.ShapeDtypeStruct(shape, dtype)
+            return a
+
+        return jax.tree_util.tree_map(leaf, tree)
+
+    def _batch(self, abstract, out):
+        """(batch size, positions of the batch arguments) of a call, (0, ()) when none is found."""
+        leaves = self.jax.tree_util.tree_leaves
+        sds = self.jax.ShapeDtypeStruct
+        returned = {(tuple(a.shape), str(a.dtype)) for a in leaves(out) if hasattr(a, "shape") and hasattr(a, "dtype")}
+        args, kwargs = abstract
+        groups = {}  # dim 0 -> [arguments, elements, positions]
+        for pos, value in enumerate(list(args) + list(kwargs.values())):
+            arrays = [a for a in leaves(value) if isinstance(a, sds) and len(a.shape) >= 1]
+            dims = {a.shape[0] for a in arrays}
+            if len(dims) != 1 or all((tuple(a.shape), str(a.dtype)) in returned for a in arrays):
+                continue
+            g = groups.setdefault(dims.pop(), [0, 0, []])
+            g[0] += 1
+            for a in arrays:
+                n = 1
+                for d in a.shape:
+                    n *= d
+                g[1] += n
+            g[2].append(pos)
+        if not groups:
+            return 0, ()
+        batch, g = max(groups.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+        return (batch, tuple(g[2])) if batch > 0 else (0, ())
+
+    def _scaled(self, abstract, positions, batch, to):
+        jax = self.jax
+        args, kwargs = abstract
+
+        def scale(a):
+            if isinstance(a, jax.ShapeDtypeStruct) and len(a.shape) >= 1 and a.shape[0] == batch:
+                return jax.ShapeDtypeStruct((to,) + tuple(a.shape[1:]), a.dtype, sharding=a.sharding)
+            return a
+
+        args = [jax.tree_util.tree_map(scale, v) if p in positions else v for p, v in enumerate(args)]
+        kwargs = {k: (jax.tree_util.tree_map(scale, v) if len(args) + n in positions else v) for n, (k, v) in enumerate(kwargs.items())}
+        return args, kwargs
+
+    def _analyse(self, jitted, i, abstract, batch, ran, model=False):
+        """Logs memory_analysis() of jitted lowered and compiled for `abstract`; the seconds it took, or None."""
+        args, kwargs = abstract
+        self.local.probing = True
+        t0 = self.now()
+        try:
+            m = jitted.lower(*args, **kwargs).compile().memory_analysis()
+        except Exception as e:  # a backend without the analysis, arguments lower() refuses: no record
+            if not ran:
+                self.log.record(k="mem_failed", f=i, batch=batch, why=str(e)[:200])
+            return None
+        finally:
+            self.local.probing = False
+        s = (self.now() - t0) / 1e9
+        if m is None:
+            return s
+        fields = {}
+        for key, name in (("arg", "argument_size_in_bytes"), ("out", "output_size_in_bytes"), ("temp", "temp_size_in_bytes"),
+                          ("alias", "alias_size_in_bytes"), ("code", "generated_code_size_in_bytes")):
+            fields[key] = int(getattr(m, name, 0) or 0)
+        if model:
+            fields["model"] = 1
+        self.log.record(k="mem", f=i, ts=t0, batch=batch, ran=1 if ran else 0, s=round(s, 6), **fields)
+        return s
+
+    def _capacity(self):
+        try:
+            stats = self.jax.devices()[0].memory_stats() or {}
+        except Exception:
+            stats = {}
+        if stats.get("bytes_limit"):  # a GPU (or TPU): the allocator's own limit; not verified on a GPU
+            self.log.record(k="capacity", bytes=int(stats["bytes_limit"]), source="device")
+            return
+        cap, source = _capacity_bytes()
+        if cap > 0:
+            self.log.record(k="capacity", bytes=cap, source=source)
+
+    def probe(self):
+        """At exit: the step function at 2x and 8x its batch, within the budget."""
+        self.exiting = True
+        try:
+            budget = float(os.environ.get("TC_MEMORY_PROBE_S", "30"))
+        except ValueError:
+            budget = 30.0
+        fs = [i for i in self.calls if i >= 0 and i in self.jitted]
+        if budget <= 0 or not fs:
+            return
+        i = max(fs, key=lambda f: self.calls[f])
+        jitted = self.jitted[i]()
+        sigs = [e for e in self.sigs.get(i, {}).values() if e[2] > 0]
+        if jitted is None or not sigs:
+            return
+        abstract, _, batch, positions = max(sigs, key=lambda e: (e[1], e[2]))
+        if self._analyse(jitted, i, abstract, batch, True, True) is None:  # the model's first point: the run's
+            return
+        spent, last = 0.0, 0.0
+        for factor in _PROBE_FACTORS:
+            if spent + last > budget:
+                self.log.record(k="mem_skipped", f=i, batch=batch * factor, budget_s=budget, spent_s=round(spent, 3))
+                continue
+            try:
+                scaled = self._scaled(abstract, positions, batch, batch * factor)
+            except Exception:
+                return
+            s = self._analyse(jitted, i, scaled, batch * factor, False, True)
+            if s is None:
+                return
+            spent += s
+            last = s
+
 
 # ---------------------------------------------------------------- PyTorch/XLA
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -190,6 +191,7 @@ struct Call {
   int64_t f = 0, ts = 0, end = 0;
   // Its arguments' shapes when they differ from the function's call before ("in"); else the same as that one's.
   std::optional<import_common::InputShapes> in;
+  int64_t peak = 0;  // XLA's analysis of its executable, when the hook logged one after it (its first call with these shapes)
 };
 
 struct Eval {
@@ -202,6 +204,13 @@ struct Fun {
   int64_t line = 0;
 };
 
+// XLA's memory_analysis() of one executable (the hook's k="mem").
+struct Mem {
+  int64_t f = 0, ts = 0, batch = 0, arg = 0, out = 0, temp = 0, alias = 0;
+  bool ran = true, model = false;
+  int64_t peak() const { return arg + out + temp - alias; }
+};
+
 // What one file (one process) said.
 struct Process {
   uint32_t pid = 0;
@@ -209,6 +218,8 @@ struct Process {
   std::vector<Call> calls;
   std::vector<Eval> evals;
   std::map<int64_t, Fun> funs;
+  std::vector<Mem> mems;
+  int64_t capacity = 0;  // the hook's k="capacity": the device's limit, the cgroup's or the RAM
   int64_t last_ts = 0;
 };
 
@@ -293,11 +304,49 @@ class JaxImporter : public import_common::Importer {
       r.misses[m->fun] = std::move(*m);
     } else if (k == "dur") {
       return duration(r, v, ts);
+    } else if (k == "mem" || k == "capacity" || k == "mem_skipped" || k == "mem_failed") {
+      return memory(p, v, k, ts);
     } else if (k == "limit") {
       note("the hook stopped writing at its size limit (64 MiB)");
     } else {
       ++s_.unknown_kinds;
     }
+    return true;
+  }
+
+  // The hook's memory records: XLA's memory_analysis() of an executable, the
+  // capacity, a probe the budget skipped or that failed (a note).
+  bool memory(Process& p, const json::Value& v, std::string_view k, std::optional<int64_t> ts) {
+    constexpr int64_t kMaxBytes = int64_t{1} << 56;
+    auto f = v.int64("f");
+    auto batch = v.int64("batch");
+    if (k == "capacity") {
+      auto bytes = v.int64("bytes");
+      if (!bytes || *bytes <= 0 || *bytes > kMaxBytes) return false;
+      p.capacity = *bytes;
+      return true;
+    }
+    if (!f || *f < 0 || !batch || *batch < 0 || *batch > INT32_MAX) return false;
+    if (k != "mem") {
+      note(std::string("the memory probe of batch ") + std::to_string(*batch) +
+           (k == "mem_skipped" ? " was skipped: TC_MEMORY_PROBE_S spent" : " failed: " + bounded(v.str("why").value_or("?"))));
+      return true;
+    }
+    Mem m{.f = *f, .ts = ts.value_or(0), .batch = *batch};
+    int64_t* fields[] = {&m.arg, &m.out, &m.temp, &m.alias};
+    const char* names[] = {"arg", "out", "temp", "alias"};
+    for (size_t i = 0; i < 4; ++i) {
+      auto b = v.int64(names[i]);
+      if (!b || *b < 0 || *b > kMaxBytes) return false;
+      *fields[i] = *b;
+    }
+    m.ran = v.int64("ran").value_or(1) != 0;
+    m.model = v.int64("model").value_or(0) != 0;
+    if (!valid_ts(ts) || !in_run(*ts) || m.peak() < 0) return false;
+    if (!keep(store::schema::memory_plans, kept_mems_)) return true;
+    ++kept_mems_;
+    if (m.ran && !m.model && !p.calls.empty() && p.calls.back().f == m.f && p.calls.back().end <= m.ts) p.calls.back().peak = m.peak();
+    p.mems.push_back(m);
     return true;
   }
 
@@ -405,6 +454,7 @@ class JaxImporter : public import_common::Importer {
         }
       }
       std::stable_sort(steps.begin(), steps.end(), [](const Call* a, const Call* b) { return a->ts < b->ts; });
+      const std::vector<int64_t> peaks = step_peaks(steps);
       for (size_t i = 0; i < steps.size(); ++i) {
         if (shapes_of[i])
           for (const auto& [name, dims] : *shapes_of[i]) TC_RETURN_IF_ERROR(write_step_input(u, static_cast<int64_t>(i), name, dims));
@@ -412,6 +462,14 @@ class JaxImporter : public import_common::Importer {
         const int64_t to = i + 1 < steps.size() ? steps[i + 1]->ts : std::max(steps[i]->end, p.last_ts);
         if (!room(store::schema::steps)) continue;
         TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(to - from).i64(static_cast<int64_t>(i)).i64(0).text("jax").insert());
+        if (peaks[i] > 0 && room(store::schema::counters)) {
+          if (live_loc_ == 0) {
+            auto loc = location("memory.live_bytes", "", "jax", 0);
+            if (!loc.ok()) return loc.status();
+            live_loc_ = *loc;
+          }
+          TC_RETURN_IF_ERROR(t_.writer->row(store::schema::counters).null().i64(u).i64(from).i64(live_loc_).f64(static_cast<double>(peaks[i])).insert());
+        }
         ends.push_back(to);
         ++s_.steps;
       }
@@ -424,10 +482,12 @@ class JaxImporter : public import_common::Importer {
     std::map<std::string, std::string> def_of;  // fun name -> "file:line" of its definition
     for (const auto& [i, f] : p.funs) def_of.try_emplace(f.name, f.file + ":" + std::to_string(f.line));
     int64_t next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
+    std::vector<std::tuple<std::string, int64_t, int64_t>> compiled;  // (function, end, graph id) of each row
     for (const Compilation& c : p.compilations) {
       if (!room(store::schema::compilations)) continue;
       const int64_t graph = next_graph++;
       s_.last_graph_id = graph;
+      compiled.emplace_back(c.fun, c.ts + c.dur, graph);
       const bool user = c.miss.has_value();
       const char* reason = !user || c.miss->first ? "first" : c.miss->diff.empty() ? "shape_change" : "structure_change";
       auto loc = user ? location(c.fun, c.miss->call_file, c.miss->call_fn, c.miss->call_line) : location(c.fun, "", c.fun, 0);
@@ -449,6 +509,7 @@ class JaxImporter : public import_common::Importer {
         TC_RETURN_IF_ERROR(write_input(u, graph, d.input, d.dim, d.old_value, d.new_value));
       }
     }
+    TC_RETURN_IF_ERROR(write_memory(p, u, compiled));
     for (const Eval& e : p.evals) {
       auto loc = location(e.what, e.file, e.fn, e.line);
       if (!loc.ok()) return loc.status();
@@ -457,7 +518,59 @@ class JaxImporter : public import_common::Importer {
     return Status::Ok();
   }
 
+  // Each step's peak: its executable's (the analysis the hook logged after the
+  // first call with its shapes; a call with shapes seen before, that one's; a
+  // call with the shapes of the call before, that one's); 0 when not known.
+  static std::vector<int64_t> step_peaks(const std::vector<const Call*>& steps) {
+    std::map<import_common::InputShapes, int64_t> of_shapes;
+    std::vector<int64_t> out;
+    int64_t current = 0;
+    for (const Call* c : steps) {
+      if (c->in) {
+        auto it = of_shapes.find(*c->in);
+        current = c->peak > 0 ? (of_shapes[*c->in] = c->peak) : it != of_shapes.end() ? it->second : 0;
+      } else if (c->peak > 0) {
+        current = c->peak;
+      }
+      out.push_back(current);
+    }
+    return out;
+  }
+
+  // Each executable's analysis a memory_plans row of the compilation it
+  // follows (of its function, the last to end before it; one row per graph);
+  // the batch model's points framework_memory rows.
+  Status write_memory(const Process& p, int64_t u, const std::vector<std::tuple<std::string, int64_t, int64_t>>& compiled) {
+    std::set<int64_t> planned;
+    for (const Mem& m : p.mems) {
+      auto fun = p.funs.find(m.f);
+      const std::string name = fun != p.funs.end() ? fun->second.name : "?";
+      if (m.model) {
+        if (!room(store::schema::framework_memory)) continue;
+        auto row = t_.writer->row(store::schema::framework_memory);
+        row.null().i64(u).i64(m.ts).text("jax").text("jit(" + name + ")").i64(m.batch).i64(m.ran ? 1 : 0);
+        TC_RETURN_IF_ERROR(row.i64(m.peak()).i64(m.arg).i64(m.out).i64(m.temp).i64(m.alias).insert());
+        continue;
+      }
+      if (!m.ran) continue;
+      int64_t graph = 0, end = -1;
+      for (const auto& [fn, e, g] : compiled) {
+        if (fn == name && e <= m.ts && e > end) graph = g, end = e;
+      }
+      if (graph != 0 && !planned.insert(graph).second) continue;
+      if (!room(store::schema::memory_plans)) continue;
+      // XLA does not split its buffers by role: the arguments are the inputs (parameters, state and batch), the temporaries the activations.
+      auto row = t_.writer->row(store::schema::memory_plans);
+      row.null().i64(u).i64(graph).i64(m.peak()).i64(0).i64(0).i64(0).i64(m.temp).i64(m.arg).i64(0).i64(0);
+      if (m.batch > 0) row.i64(m.batch); else row.null();
+      TC_RETURN_IF_ERROR(row.i64(p.capacity).insert());
+    }
+    return Status::Ok();
+  }
+
   std::vector<Process> processes_;
+  size_t kept_mems_ = 0;
+  uint32_t live_loc_ = 0;  // the location of the memory.live_bytes counter, once made
   size_t kept_calls_ = 0, kept_evals_ = 0, kept_compilations_ = 0, kept_inputs_ = 0;  // held for write_rows(), all files
 };
 

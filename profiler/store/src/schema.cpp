@@ -134,6 +134,21 @@ constexpr ColumnDecl kStepInputsColumns[] = {
     {"value", "INTEGER", "its size in this step"},
 };
 
+constexpr ColumnDecl kFrameworkMemoryColumns[] = {
+    {"id", "INTEGER", "row id"},
+    {"utid", "INTEGER", "the thread of the process whose function it is (threads.utid)"},
+    {"ts", "INTEGER", "when the analysis was made"},
+    {"framework", "TEXT", "'jax'"},
+    {"function", "TEXT", "the compiled function, as compilations.frame names it: 'jit(train_step)'"},
+    {"batch_size", "INTEGER", "the batch (dim 0 of the function's batch arguments) it was compiled for"},
+    {"ran", "INTEGER", "1: the shapes the run ran; 0: compiled ahead of time at a larger batch by the hook, never run"},
+    {"peak_bytes", "INTEGER", "argument + output + temp - alias bytes: what the executable holds while it runs"},
+    {"argument_bytes", "INTEGER", "XLA's memory_analysis(): its arguments"},
+    {"output_bytes", "INTEGER", "XLA's memory_analysis(): its outputs"},
+    {"temp_bytes", "INTEGER", "XLA's memory_analysis(): its temporaries"},
+    {"alias_bytes", "INTEGER", "XLA's memory_analysis(): outputs that reuse (alias) a donated argument's buffer"},
+};
+
 constexpr IndexDecl kCompilationsIndexes[] = {{"compilations_graph_id", "graph_id"}};
 constexpr IndexDecl kExecutionsIndexes[] = {{"executions_graph_id", "graph_id"}};
 constexpr IndexDecl kExplicitEvaluationsIndexes[] = {{"explicit_evaluations_loc_id", "loc_id"}};
@@ -329,6 +344,13 @@ const TableDecl step_inputs{"step_inputs",
                              "input dimension per step.",
                              kStepInputsColumns, {}, false, {}, 6};
 
+const TableDecl framework_memory{"framework_memory",
+                                  "A framework's own memory accounting of the step function at several batch sizes, the "
+                                  "points of the batch model behind memory.headroom for framework runs: XLA's "
+                                  "memory_analysis() of JAX's step at the shapes the run ran most, and of the same step "
+                                  "compiled ahead of time at larger batches at the end of the run (docs/frameworks.md).",
+                                  kFrameworkMemoryColumns, {}, false, {}, 7};
+
 const TableDecl counter_series{"counter_series",
                                "One row per counter, computed from counters when the run ends, so readers need not scan counters "
                                "for a peak or a last value. Empty in a store whose writer was killed.",
@@ -343,7 +365,7 @@ namespace {
 // Every table that is not a record's, in creation order; the record tables follow.
 constexpr const TableDecl* kBaseTables[] = {&run,      &strings,        &locations, &processes, &threads,
                                             &ranges,   &instants, &counters,       &counter_series, &dropped, &framework_imports,
-                                            &step_inputs};
+                                            &step_inputs, &framework_memory};
 }  // namespace
 
 std::span<const TableDecl* const> all_tables() {

@@ -423,14 +423,17 @@ void draw_timeline_window(App& app, float height) {
   dl->AddText(ImVec2(top_left.x + 4, top_left.y + 4), IM_COL32(200, 200, 200, 255), "time since start");
   draw_ruler(dl, *tl, w, ImVec2(x0, top_left.y));
   const float mem_y = top_left.y + kRulerHeight + 2;
-  dl->AddText(ImVec2(top_left.x + 4, mem_y + 4), col(palette::kMemory), tl->ranks.empty() ? "memory (live bytes)" : "memory (fullest rank)");
-  if (tl->memory.size() > 0) {
-    std::string peak = "peak " + format_bytes(tl->memory.max_value);
-    dl->AddText(ImVec2(top_left.x + 4, mem_y + 20), IM_COL32(180, 180, 180, 255), peak.c_str());
+  const bool memory_lane = has_memory_lane(*tl);  // no memory data: no lane
+  if (memory_lane) {
+    dl->AddText(ImVec2(top_left.x + 4, mem_y + 4), col(palette::kMemory), tl->ranks.empty() ? "memory (live bytes)" : "memory (fullest rank)");
+    if (tl->memory.size() > 0) {
+      std::string peak = "peak " + format_bytes(tl->memory.max_value);
+      dl->AddText(ImVec2(top_left.x + 4, mem_y + 20), IM_COL32(180, 180, 180, 255), peak.c_str());
+    }
+    bool over_memory = over_canvas && mouse.y >= mem_y && mouse.y < mem_y + kMemoryHeight;
+    draw_memory(dl, doc, ImVec2(x0, mem_y), w.width_px, mouse_ts, over_memory && !g_ui.panning);
   }
-  bool over_memory = over_canvas && mouse.y >= mem_y && mouse.y < mem_y + kMemoryHeight;
-  draw_memory(dl, doc, ImVec2(x0, mem_y), w.width_px, mouse_ts, over_memory && !g_ui.panning);
-  ImGui::Dummy(ImVec2(kLabelWidth + w.width_px, kRulerHeight + kMemoryHeight + 4));
+  ImGui::Dummy(ImVec2(kLabelWidth + w.width_px, kRulerHeight + (memory_lane ? kMemoryHeight : 0) + 4));
 
   LanesPass lanes(doc, app.row_texture_, app.selected_pos_, top_left, x0, mouse, over_canvas);
   lanes.draw();

@@ -94,6 +94,8 @@ Status read_memory(Load& ld) {
 
 }  // namespace detail
 
+bool has_memory_lane(const Timeline& tl) { return tl.memory.size() > 0 || !tl.out_of_memory.empty(); }
+
 MemoryScale memory_scale(const Timeline& tl) {
   MemoryScale m;
   if (tl.memory.size() == 0) {

@@ -74,7 +74,14 @@ struct Summary {
   // nothing, and execute_unmeasured says why in one phrase.
   std::string execute_source = "executions", execute_unmeasured;
   int64_t peak_bytes = 0;            // highest memory.live_bytes sample, or planned peak
-  int64_t capacity_bytes = 0;        // device capacity (0 if unknown)
+  int64_t capacity_bytes = 0;        // device capacity (0 if unknown); Options::capacity_bytes when given
+  // Where peak_bytes came from: "counter" (memory.live_bytes samples), "plan"
+  // (tc's memory plans), "xla_memory_analysis" (a JAX run: XLA's
+  // memory_analysis() of each compiled executable), "" (no memory data).
+  std::string memory_source;
+  // A framework run without memory numbers: why, in one phrase (the text
+  // summary's memory line; docs/frameworks.md#memory). "" otherwise.
+  std::string memory_unmeasured;
   // The user's source line whose kernels took most of the execute time
   // ("train.cpp:88"; empty without kernel timings) and its share.
   std::string top_site;
@@ -134,6 +141,9 @@ struct Report {
 
 struct Options {
   double memory_safety_margin = 0.10;  // headroom kept free when suggesting a batch size
+  // The memory the run may use, in bytes (tc-analyze --capacity): replaces
+  // the capacity the store recorded. 0: the store's.
+  int64_t capacity_bytes = 0;
   // Take the steps from this range (tc-analyze --step-range) instead of the
   // one the run recorded (run.step_range); used only when the steps table is empty.
   std::optional<std::string> step_range;

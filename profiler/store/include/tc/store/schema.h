@@ -36,7 +36,9 @@ namespace tc::store {
 //     code, and the library frame a break happened in); step_inputs (the
 //     shapes of each step's inputs, from the Python hook); ceilings.isa,
 //     ceilings.kernel, ceilings.threads (what the roofline was measured on).
-inline constexpr int kSchemaVersion = 6;           // PRAGMA user_version
+// v7: framework_memory (the batch model's points from a framework's own
+//     memory accounting: XLA's memory_analysis() of JAX's step).
+inline constexpr int kSchemaVersion = 7;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {
@@ -86,6 +88,9 @@ extern const TableDecl run, strings, locations, processes, threads, ranges, inst
 extern const TableDecl framework_imports;
 // The shapes of each step's inputs, from the Python hook (v6).
 extern const TableDecl step_inputs;
+// The points of a framework run's batch model, from the framework's own
+// memory accounting (v7).
+extern const TableDecl framework_memory;
 // Derived at finalize.
 extern const TableDecl counter_series;
 // The instants names of tc's Python start-up hook (python/sitecustomize.py's

@@ -313,6 +313,10 @@ struct MemoryScale {
   bool capacity_in_range = false;
 };
 MemoryScale memory_scale(const Timeline& tl);
+// Whether the run has a memory lane: live bytes (tc's counter, or a framework
+// run's per-step peaks) or an out-of-memory point. A capacity alone is not
+// one: a run tc measured no memory of has no lane, not an empty one.
+bool has_memory_lane(const Timeline& tl);
 
 // Statistics of events grouped by name, in the manner of Tracy's find-zone:
 // per kernel (its fused ops and graph), per source site of kernels, or per
