@@ -153,6 +153,7 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
        q.next();) {
     const double compile_s = static_cast<double>(q.i64(2)) / 1e9;
     const std::pair<int64_t, std::string> fwd{q.i64(4), q.is_null(9) ? std::string() : text(q.text(9))};
+    if (text(q.text(8)) == "tier_up") continue;  // built beside the steps (kBlocking)
     // torch.compile's backward is compiled at the first backward: its time is its forward graph's.
     if (text(q.text(8)) == "backward") {
       if (auto f = forward_of.find(fwd); f != forward_of.end()) run.graphs[f->second].compile_s += compile_s;
