@@ -368,9 +368,13 @@ bool tiered_enabled() {
 // A graph that may start on the eager tier: a step's graph (it swaps at a step
 // boundary; a graph cut by an explicit evaluation or a collective is built at
 // once), without collectives (every rank must run the same code), on a
-// backend whose memory the eager executor can read.
-bool may_tier(Trigger trigger, const CompiledGraph& exe, const Backend& be) {
-  return trigger == Trigger::mark_step && !exe.collectives && be.host_memory() && tiered_enabled();
+// backend whose memory the eager executor can read, whose plan leaves room
+// for the eager executor's memory (it holds what the plan reuses: the
+// Transformer's eager step peaks at 5.7x its plan; 8x is asked for).
+bool may_tier(Trigger trigger, const CompiledGraph& exe, const Backend& be, const events::MemoryPlanRecord& m) {
+  constexpr int64_t kEagerOverPlan = 8;
+  return trigger == Trigger::mark_step && !exe.collectives && be.host_memory() && m.peak <= m.capacity / kEagerOverPlan &&
+         tiered_enabled();
 }
 
 void Builder::work() {
@@ -486,7 +490,7 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   events::on_setting("TC_DEVICE", be.name());  // run_env: the backend the run's graphs ran on
   CompiledCode code;
   std::unique_ptr<DeferredBuild> later;
-  if (may_tier(trigger, *exe, be)) later = be.prepare(exe->program, rec.graph_id, &code);
+  if (may_tier(trigger, *exe, be, m)) later = be.prepare(exe->program, rec.graph_id, &code);
   if (!later && !code.code) code = be.compile(exe->program, rec.graph_id);
   exe->code = std::move(code.code);
   rec.codegen_ns += code.codegen_ns;
