@@ -6,6 +6,8 @@
 //   build      the backend renders, builds or loads the code (backend/)
 //   record     compilations, compilation_inputs, compile_passes, memory_plans
 // execute() binds buffers and runs the backend's code.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -168,6 +170,7 @@ class Builder {
   void submit(std::shared_ptr<TierUp> t) {
     std::lock_guard lock(mu_);
     if (!thread_.joinable()) {
+      owner_ = ::getpid();
       thread_ = std::thread([this] { work(); });
       // Registered after everything the builds use was constructed, so it
       // runs before their destructors.
@@ -187,6 +190,7 @@ class Builder {
 
  private:
   void stop() {
+    if (::getpid() != owner_) return;  // a forked child: the thread is its parent's
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
@@ -201,6 +205,7 @@ class Builder {
   std::deque<std::shared_ptr<TierUp>> queue_;
   std::thread thread_;
   bool busy_ = false, stopping_ = false;
+  pid_t owner_ = 0;
 };
 
 struct Compiler {

@@ -17,11 +17,13 @@
 
 #include "support/json.h"
 #include "support/process.h"
+#include "train_output.h"
 #include "tc/store/reader.h"
 #include "tc/trace/trace.h"
 
 using tc::test::bin;
 using tc::test::TempDir;
+using tc::test::losses;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,16 +42,6 @@ std::vector<std::string> argv_for(std::vector<std::string> more = {}) {
   std::vector<std::string> argv{bin("tc-test-compile"), "--batches", kBatches};
   argv.insert(argv.end(), more.begin(), more.end());
   return argv;
-}
-
-std::vector<double> losses(const std::string& out) {
-  std::vector<double> v;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    auto at = line.find(" loss ");
-    if (line.rfind("step ", 0) == 0 && at != std::string::npos) v.push_back(std::stod(line.substr(at + 6)));
-  }
-  return v;
 }
 
 // The compiled path's tolerance against eager (the op table's and the

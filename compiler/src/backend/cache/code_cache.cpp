@@ -218,7 +218,7 @@ bool find_built(const std::string& source, HostObject& out) {
   return true;
 }
 
-HostObject build_and_load(const std::string& source, int64_t graph_id, int parts, bool one_at_a_time) {
+HostObject build_and_load(const std::string& source, int64_t graph_id, int parts) {
   const std::string context = "tc: building graph " + std::to_string(graph_id);
   std::string dir = directory();
   std::string key = key_of(source);
@@ -251,16 +251,14 @@ HostObject build_and_load(const std::string& source, int64_t graph_id, int parts
     if (parts <= 1) {
       cmd += cxx() + " " + build_flags() + " " + key_flag + " -o out.so " + src + " " + quote(TC_BLAS_LIBRARY_PATH) + " > build.log 2>&1; }";
     } else {
-      // Each part compiles in the background (or one after the other); the
-      // shared object links them once all succeeded. Their output ends up in
-      // the one log.
-      std::string objs, logs, wait_all;
-      cmd += "s=0; ";
+      // Each part compiles in the background; the shared object links them
+      // once all succeeded. Their output ends up in the one log.
+      std::string objs, logs, wait_all = "s=0;";
       for (int i = 0; i < parts; ++i) {
         std::string obj = "part" + std::to_string(i) + ".o", plog = "part" + std::to_string(i) + ".log";
         cmd += cxx() + " " + build_flags() + " " + key_flag + " -DTC_PART=" + std::to_string(i) + " -c -o " + obj + " " + src + " > " +
-               plog + " 2>&1" + (one_at_a_time ? " || s=1; " : " & p" + std::to_string(i) + "=$!; ");
-        if (!one_at_a_time) wait_all += " wait $p" + std::to_string(i) + " || s=1;";
+               plog + " 2>&1 & p" + std::to_string(i) + "=$!; ";
+        wait_all += " wait $p" + std::to_string(i) + " || s=1;";
         objs += " " + obj;
         logs += " " + plog;
       }

@@ -27,11 +27,10 @@ int build_parts(std::size_t kernels);
 // TC_KEY;` under #ifdef TC_KEY) into a shared object, or loads the one a
 // previous build left, checked: its digest matches its record and it says it
 // was built for this key. With parts > 1 the source is compiled `parts` times
-// with -DTC_PART=i and linked: all at once, or one after the other when
-// `one_at_a_time` (a build beside running steps leaves them a core). Throws
-// tc::Error naming the graph, the compiler's exit status and where the
-// source and the log are kept when the build fails.
-HostObject build_and_load(const std::string& source, int64_t graph_id, int parts, bool one_at_a_time = false);
+// with -DTC_PART=i and linked. Throws tc::Error naming the graph, the
+// compiler's exit status and where the source and the log are kept when the
+// build fails.
+HostObject build_and_load(const std::string& source, int64_t graph_id, int parts);
 
 // The object a previous build of `source` left, loaded when it passes
 // build_and_load's checks; false, without building or waiting for another

@@ -1,7 +1,6 @@
 // The CPU backend: host memory, C++ code built by the system compiler, run
 // on the host's cores with one thread pool.
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
@@ -99,9 +98,7 @@ class CpuBackend final : public HostMemoryBackend {
 
   CompiledCode compile(const Program& p, int64_t graph_id) override {
     CompiledCode out;
-    Build b(p, graph_id, out);
-    b.one_at_a_time = false;
-    return b.build();
+    return Build(p, graph_id, out).build();
   }
   std::unique_ptr<DeferredBuild> prepare(const Program& p, int64_t graph_id, CompiledCode* found) override {
     auto b = std::make_unique<Build>(p, graph_id, *found);
@@ -133,14 +130,11 @@ class CpuBackend final : public HostMemoryBackend {
     CompiledCode build() override {
       CompiledCode out;
       out.codegen_ns = codegen_ns;
-      loaded(cache::build_and_load(source, graph_id, parts, one_at_a_time), out);
+      loaded(cache::build_and_load(source, graph_id, parts), out);
       return out;
     }
     int64_t graph_id;
     int parts;
-    // Deferred, beside the steps on the eager tier: the parts one after the
-    // other when all at once would take every core.
-    bool one_at_a_time = parts > 1 && ::sysconf(_SC_NPROCESSORS_ONLN) <= parts;
     int64_t codegen_ns = 0;
     std::string source;
   };
