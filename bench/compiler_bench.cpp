@@ -19,7 +19,9 @@
 //                classes, cross-entropy, SGD lr 0.01
 // "first step" is the wall time of the first training step from a cold code
 // cache: tracing plus compilation plus one execution (tc: passes, codegen,
-// g++ build; JAX: jit trace and XLA compile).
+// g++ build; JAX: jit trace and XLA compile). --cold-start prints that first
+// step instead, every round from an empty cache, with tiered builds off and on
+// (TC_TIERED), and the time to step 10 and to the last.
 #include "busy_neighbour.h"
 
 #include <CLI/CLI.hpp>

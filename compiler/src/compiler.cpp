@@ -400,8 +400,9 @@ void Builder::work() {
       t->rec.build_ns = code.disk_hit ? 0 : code.build_ns;
       t->rec.cache = code.disk_hit ? "disk_hit" : "built";
       t->rec.source_path = code.source_path;
-      events::log_debug("graph " + std::to_string(t->rec.graph_id) + ": the optimized tier of graph " + std::to_string(t->eager_graph_id) + ", build " +
-                        ms(t->rec.build_ns) + " (" + t->rec.cache + ") on the builder thread, total " + ms(now_ns() - t0));
+      events::log_debug("graph " + std::to_string(t->rec.graph_id) + ": the optimized tier of graph " +
+                        std::to_string(t->eager_graph_id) + ", build " + ms(t->rec.build_ns) + " (" + t->rec.cache +
+                        ") on the builder thread, total " + ms(now_ns() - t0));
       events::on_compilation(t->rec);
     } catch (...) {
       t->error = std::current_exception();
