@@ -5,13 +5,11 @@ median of --steps steps). Prints one RESULT line for the harness.
 Run by tc-bench-compiler with a Python that has jax (a benchmark peer only;
 tc does not depend on Python).
 """
-import argparse
-import statistics
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+import peer_common
 
 MLP_BATCH, MLP_IN, MLP_HIDDEN, CLASSES = 128, 784, 512, 10
 TF_BATCH, TF_SEQ, TF_DIM, TF_HEADS, TF_FF = 16, 64, 128, 4, 512
@@ -87,11 +85,7 @@ def transformer_model(key):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--seq", type=int, default=64, help="Transformer sequence length")
-    a = ap.parse_args()
+    a = peer_common.arguments(__doc__).parse_args()
     globals()["TF_SEQ"] = a.seq  # read by transformer_model
     params, loss_fn, x, y = (mlp_model if a.model == "mlp" else transformer_model)(jax.random.PRNGKey(1))
 
@@ -100,19 +94,13 @@ def main():
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         return jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads), loss
 
-    t0 = time.perf_counter()
-    params, loss = step(params, x, y)
-    loss_first = float(loss)  # waits for the result
-    first_ms = (time.perf_counter() - t0) * 1e3
-    times = []
-    for _ in range(a.steps):
-        t = time.perf_counter()
-        params, loss = step(params, x, y)
-        loss.block_until_ready()
-        times.append((time.perf_counter() - t) * 1e3)
-    print(f"RESULT first_ms={first_ms:.3f} step_ms={statistics.median(times):.4f} "
-          f"step_max_ms={max(times):.4f} step_mean_ms={statistics.mean(times):.4f} "
-          f"loss_first={loss_first:.6f} loss_last={float(loss):.6f}")
+    state = {"params": params}
+
+    def run():
+        state["params"], loss = step(state["params"], x, y)
+        return loss
+
+    peer_common.time_steps(run, a.steps, wait=lambda loss: loss.block_until_ready())
 
 
 if __name__ == "__main__":

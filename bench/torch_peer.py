@@ -8,11 +8,9 @@ only; tc does not depend on Python). The Transformer layer is torch's own
 nn.TransformerEncoderLayer (post-norm, ReLU, batch_first): torch's packed
 QKV product and fused attention kernels are what tc is measured against.
 """
-import argparse
-import statistics
-import time
-
 import torch
+
+import peer_common
 
 MLP_BATCH, MLP_IN, MLP_HIDDEN, CLASSES = 128, 784, 512, 10
 TF_BATCH, TF_DIM, TF_HEADS, TF_FF = 16, 128, 4, 512
@@ -30,11 +28,9 @@ class Transformer(torch.nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--seq", type=int, default=64, help="Transformer sequence length")
+    ap = peer_common.arguments(__doc__)
     ap.add_argument("--compile", action="store_true", help="torch.compile the training step's model (Inductor)")
+    ap.add_argument("--device", default="cpu", help="where the model and data live (scripts/gpu-check.sh: cuda)")
     a = ap.parse_args()
     torch.manual_seed(1)
     g = torch.Generator().manual_seed(7)
@@ -48,6 +44,7 @@ def main():
         net = Transformer()
         x = torch.randn(TF_BATCH, a.seq, TF_DIM, generator=g)
         y = torch.randint(0, CLASSES, (TF_BATCH,), generator=g)
+    net, x, y = net.to(a.device), x.to(a.device), y.to(a.device)
     opt = torch.optim.SGD(net.parameters(), lr=LR)
     model = torch.compile(net) if a.compile else net
 
@@ -58,18 +55,7 @@ def main():
         opt.step()
         return loss.item()
 
-    t0 = time.perf_counter()
-    loss_first = step()
-    first_ms = (time.perf_counter() - t0) * 1e3
-    times = []
-    loss = loss_first
-    for _ in range(a.steps):
-        t = time.perf_counter()
-        loss = step()
-        times.append((time.perf_counter() - t) * 1e3)
-    print(f"RESULT first_ms={first_ms:.3f} step_ms={statistics.median(times):.4f} "
-          f"step_max_ms={max(times):.4f} step_mean_ms={statistics.mean(times):.4f} "
-          f"loss_first={loss_first:.6f} loss_last={loss:.6f}")
+    peer_common.time_steps(step, a.steps)
 
 
 if __name__ == "__main__":

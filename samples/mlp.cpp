@@ -7,51 +7,33 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/metrics.h"
-#include "common/synthetic.h"
+#include "common/classifier.h"
 
 int main(int argc, char** argv) {
-  int64_t steps = 200, batch = 64, samples = 2048, features = 16, hidden = 64, classes = 4;
+  tc_samples::TaskOptions o{.steps = 200};
   int64_t log_every = 50;
-  double lr = 3e-3;
-  uint64_t seed = 0;
   CLI::App app{"Train a small MLP on a seeded synthetic task with static shapes: one compilation, then\n"
                "every step only executes. The loss is read with item() after mark_step(), which is free.",
                "tc-sample-mlp"};
-  app.add_option("--steps", steps, "Training steps")->capture_default_str();
-  app.add_option("--batch-size", batch, "Examples per batch")->capture_default_str();
-  app.add_option("--samples", samples, "Size of the synthetic dataset")->capture_default_str();
-  app.add_option("--features", features, "Input features")->capture_default_str();
-  app.add_option("--hidden", hidden, "Hidden width")->capture_default_str();
-  app.add_option("--classes", classes, "Classes")->capture_default_str();
-  app.add_option("--lr", lr, "AdamW learning rate")->capture_default_str();
+  tc_samples::add_task_options(app, o, {"steps", "batch-size", "samples", "features", "hidden", "classes", "lr", "seed"});
   app.add_option("--log-every", log_every, "Print loss and accuracy every N steps (0: only at the end)")->capture_default_str();
-  app.add_option("--seed", seed, "Seed of the data and of the initialization")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (steps < 1 || batch < 1 || samples < 1 || features < 1 || hidden < 1 || classes < 2) {
-    std::fprintf(stderr, "tc-sample-mlp: --steps, --batch-size, --samples, --features, --hidden must be >= 1 and --classes >= 2\n");
-    return 2;
-  }
+  if (o.steps < 1 || o.batch < 1 || o.samples < 1 || o.features < 1 || o.hidden < 1 || o.classes < 2)
+    return tc_samples::bad_options(app, "--steps, --batch-size, --samples, --features, --hidden must be >= 1 and --classes >= 2");
 
   try {
-    auto data = tc_samples::make_synthetic(samples, features, classes, seed);
-    tc::nn::Sequential model{tc::nn::Linear(features, hidden, true, seed * 10 + 1), tc::nn::ReLU(),
-                             tc::nn::Linear(hidden, hidden, true, seed * 10 + 2), tc::nn::ReLU(),
-                             tc::nn::Linear(hidden, classes, true, seed * 10 + 3)};
+    auto data = tc_samples::make_synthetic(o.samples, o.features, o.classes, o.seed);
+    tc::nn::Sequential model{tc::nn::Linear(o.features, o.hidden, true, o.seed * 10 + 1), tc::nn::ReLU(),
+                             tc::nn::Linear(o.hidden, o.hidden, true, o.seed * 10 + 2), tc::nn::ReLU(),
+                             tc::nn::Linear(o.hidden, o.classes, true, o.seed * 10 + 3)};
     auto params = model.parameters();
-    tc::optim::AdamW opt(params, {.lr = lr});
+    tc::optim::AdamW opt(params, {.lr = o.lr});
     auto t0 = std::chrono::steady_clock::now();
     float first_loss = 0, loss_v = 0, acc_v = 0;
-    for (int64_t step = 0; step < steps; ++step) {
-      int64_t start = (step * batch) % samples;
-      tc::Tensor x = tc::from_host(data.x_rows(start, batch), {batch, features}, "x");
-      tc::Tensor y = tc::from_host(data.y_rows(start, batch), {batch}, "labels");
-      tc::Tensor logits = model(x);
-      tc::Tensor loss = tc::nn::cross_entropy(logits, y);
-      tc::Tensor acc = tc_samples::accuracy(logits, y);
-      opt.step(tc::grad(loss, params));
+    for (int64_t step = 0; step < o.steps; ++step) {
+      auto [loss, acc] = tc_samples::train_step(data, (step * o.batch) % o.samples, o.batch, model, params, opt);
       tc::mark_step();
-      bool last = step + 1 == steps;
+      bool last = step + 1 == o.steps;
       if (step == 0) first_loss = loss.item();  // after mark_step(): free
       if ((log_every > 0 && (step + 1) % log_every == 0) || last) {
         loss_v = loss.item();
@@ -63,7 +45,7 @@ int main(int argc, char** argv) {
     }
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("trained %lld steps in %.2fs: loss %.4f -> %.4f, last batch accuracy %.1f%%\n",
-                static_cast<long long>(steps), s, first_loss, loss_v, 100.0 * acc_v);
+                static_cast<long long>(o.steps), s, first_loss, loss_v, 100.0 * acc_v);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tc-sample-mlp: %s\n", e.what());

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/synthetic.h"
+#include "common/classifier.h"
 
 namespace {
 
@@ -23,10 +23,9 @@ double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t start_batch = 64, growth = 2, max_rounds = 16, features = 256, hidden = 1024, classes = 10;
-  int64_t steps_per_round = 1;
+  int64_t start_batch = 64, growth = 2, max_rounds = 16, steps_per_round = 1;
+  tc_samples::TaskOptions o{.features = 256, .hidden = 1024, .classes = 10, .lr = 1e-3};
   std::string memory_limit;
-  double lr = 1e-3;
   CLI::App app{"Double the batch size each round until a training step no longer fits in device memory,\n"
                "then report tc::OutOfMemoryError in one line and exit 1.",
                "tc-sample-oom"};
@@ -36,14 +35,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps-per-round", steps_per_round, "Training steps per round")->capture_default_str();
   app.add_option("--memory-limit", memory_limit,
                  "Device capacity, e.g. 64MiB (default: TC_DEVICE_MEMORY_LIMIT, else 64MiB)");
-  app.add_option("--features", features, "Input features")->capture_default_str();
-  app.add_option("--hidden", hidden, "Hidden width")->capture_default_str();
-  app.add_option("--lr", lr, "AdamW learning rate")->capture_default_str();
+  tc_samples::add_task_options(app, o, {"features", "hidden", "lr"});
   CLI11_PARSE(app, argc, argv);
-  if (start_batch < 1 || growth < 2 || max_rounds < 1 || steps_per_round < 1 || features < 1 || hidden < 1) {
-    std::fprintf(stderr, "tc-sample-oom: --start-batch, --max-rounds, --steps-per-round, --features, --hidden must be >= 1 and --growth >= 2\n");
-    return 2;
-  }
+  if (start_batch < 1 || growth < 2 || max_rounds < 1 || steps_per_round < 1 || o.features < 1 || o.hidden < 1)
+    return tc_samples::bad_options(app, "--start-batch, --max-rounds, --steps-per-round, --features, --hidden must be >= 1 and --growth >= 2");
 
   int64_t batch = start_batch, fitted = 0;
   try {
@@ -52,17 +47,17 @@ int main(int argc, char** argv) {
     int64_t capacity = tc::memory_stats().capacity;
     std::printf("device capacity %.1f MiB\n", mib(capacity));
 
-    tc::nn::Sequential model{tc::nn::Linear(features, hidden, true, 1), tc::nn::ReLU(),
-                             tc::nn::Linear(hidden, hidden, true, 2), tc::nn::ReLU(),
-                             tc::nn::Linear(hidden, classes, true, 3)};
+    tc::nn::Sequential model{tc::nn::Linear(o.features, o.hidden, true, 1), tc::nn::ReLU(),
+                             tc::nn::Linear(o.hidden, o.hidden, true, 2), tc::nn::ReLU(),
+                             tc::nn::Linear(o.hidden, o.classes, true, 3)};
     auto params = model.parameters();
-    tc::optim::AdamW opt(params, {.lr = lr});
+    tc::optim::AdamW opt(params, {.lr = o.lr});
     for (int64_t round = 0; round < max_rounds; ++round) {
-      auto data = tc_samples::make_synthetic(batch, features, classes, static_cast<uint64_t>(round));
+      auto data = tc_samples::make_synthetic(batch, o.features, o.classes, static_cast<uint64_t>(round));
       tc::reset_peak_memory();
       float loss_v = 0;
       for (int64_t s = 0; s < steps_per_round; ++s) {
-        tc::Tensor x = tc::from_host(data.x, {batch, features}, "x");
+        tc::Tensor x = tc::from_host(data.x, {batch, o.features}, "x");
         tc::Tensor y = tc::from_host(data.y, {batch}, "labels");
         tc::Tensor loss = tc::nn::cross_entropy(model(x), y);
         opt.step(tc::grad(loss, params));

@@ -180,31 +180,9 @@ fi
 
 echo "== 4. benchmark: MLP training step, tc on the GPU vs PyTorch eager and torch.compile"
 check bench_tc 120 env TC_DEVICE=cuda "$bin/tc-bench-compiler" --child tc --model mlp --steps 50
-check bench_torch 240 python3 - <<'EOF'
-# The MLP of tc-bench-compiler (bench/torch_peer.py's shapes: 128 x 784 -> 512 -> 512 -> 10, SGD lr 0.01) on the GPU.
-import statistics, time, torch
-assert torch.cuda.is_available(), "torch sees no GPU"
-dev = torch.device("cuda")
-g = torch.Generator().manual_seed(0)
-x = torch.randn(128, 784, generator=g).to(dev)
-y = torch.randint(0, 10, (128,), generator=g).to(dev)
-for mode in ("eager", "compile"):
-    net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                              torch.nn.Linear(512, 10)).to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
-    model = torch.compile(net) if mode == "compile" else net
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    t0 = time.perf_counter(); step(); first = (time.perf_counter() - t0) * 1e3
-    times = []
-    for _ in range(50):
-        t = time.perf_counter(); step(); times.append((time.perf_counter() - t) * 1e3)
-    print(f"RESULT torch {mode}: first_ms={first:.1f} step_ms={statistics.median(times):.4f}")
-EOF
+# tc-bench-compiler's MLP in torch (bench/torch_peer.py: 128 x 784 -> 512 -> 512 -> 10, SGD lr 0.01) on the GPU, eager then torch.compile.
+check bench_torch 240 bash -c 'set -o pipefail; for mode in eager compile; do flag=; [ $mode = compile ] && flag=--compile
+  python3 bench/torch_peer.py --model mlp --steps 50 --device cuda $flag | sed "s/^RESULT/RESULT torch $mode:/" || exit; done'
 echo "   tc:    $(grep RESULT "$build/bench_tc.log" 2>/dev/null || echo '(no result)')"
 grep RESULT "$build/bench_torch.log" 2>/dev/null | sed 's/^/   /'
 

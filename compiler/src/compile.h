@@ -79,6 +79,41 @@ std::vector<PassInfo> run_passes(CGraph& g, bool verify);
 // Throws tc::Error naming `after` when an invariant is broken.
 void verify(const CGraph& g, const char* after);
 
+// ---- symbolic sizes (dynamic.cpp) ------------------------------------------
+// A dynamic program serves every size s of one symbolic dimension (the
+// graph's only one; TC_DYNAMIC, docs/environment.md). Its integers are
+// polynomials of s and its size-dependent constants (a mean's 1/n) forms of
+// s, read by the generated code at run time; a static program has none.
+struct SymInt {
+  int64_t c0 = 0, c1 = 0, c2 = 0;  // c0 + c1 s + c2 s^2
+  bool symbolic() const { return c1 != 0 || c2 != 0; }
+  int64_t at(int64_t s) const { return c0 + c1 * s + c2 * s * s; }
+};
+struct SymReal {
+  enum Kind : uint8_t { constant, poly, reciprocal } kind = constant;
+  double d0 = 0, d1 = 0, d2 = 0;  // poly: d0 + d1 s + d2 s^2; reciprocal: 1 / that
+  double at(double s) const {
+    double v = d0 + d1 * s + d2 * s * s;
+    return kind == reciprocal ? 1.0 / v : v;
+  }
+};
+// The symbolic fields of one kernel, parallel to Kernel's (unset ones constant).
+struct KernelSyms {
+  std::vector<SymInt> loop, batch, a_stride, b_stride;
+  SymInt M, N, K, dim;
+  std::vector<SymInt> ex_i;   // per expression: IConst's and Chk's i
+  std::vector<SymReal> ex_f;  // per expression: FConst's f
+  SymReal alpha;              // alpha_scale
+};
+// A program's symbolic part: buffer bytes, and where the generated code
+// finds s and the arena offsets at run time (an int64 table {s, offset of
+// buffer 0, 1, ...} in pointer slot `table_slot`, after the arena's).
+struct ProgramSyms {
+  std::vector<SymInt> bytes;  // per buffer
+  int table_slot = 0;
+  int64_t planned_s = 0;      // the size the arena was planned for
+};
+
 // ---- kernel IR ------------------------------------------------------------
 // Scalar expressions evaluated per loop iteration. Index arithmetic is int64.
 enum class KOp : uint8_t {
@@ -152,6 +187,7 @@ struct Kernel {
   bool backward = false;
   int o_buf = -1, do_buf = -1;
   std::vector<int> reads;  // buffers read
+  std::shared_ptr<const KernelSyms> sym;  // a dynamic program's kernel: its symbolic fields
 };
 
 enum class BufKind : uint8_t { input, output, arena };
@@ -172,6 +208,7 @@ struct Program {
   std::vector<int> inplace_input;   // output slot -> input slot it overwrites, or -1
   int64_t arena_bytes = 0;
   int64_t arena_batch_bytes = 0;  // bytes that grow with the batch: an upper bound on the arena growth per sample (see plan_arena)
+  std::shared_ptr<const ProgramSyms> sym;  // set for a dynamic program (its fields hold planned_s's values)
 };
 
 // Builds kernels from a fused CGraph; in-place updates where safe. The
@@ -224,5 +261,8 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
 // the eager tier once a mark_step's graph has run, so every graph of a step
 // runs on one tier. Test-only: waits until every build submitted is done.
 void wait_for_tier_ups();
+// Benchmarks only: a dynamic program that serves a graph runs it even where a
+// static graph of that size exists (dynamic against static, interleaved).
+void prefer_dynamic_for_bench(bool on);
 
 }  // namespace tc::detail

@@ -19,14 +19,17 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "backend/backend.h"
 #include "clock.h"
 #include "collective.h"
 #include "compile.h"
+#include "dynamic.h"
 #include "events.h"
 #include "hash.h"
 #include "tc/memory.h"
@@ -141,10 +144,15 @@ struct CompiledGraph {
   std::unique_ptr<Executable> code;  // nullptr: the eager tier (runs on the eager executor)
   int64_t batch_size = 0;  // the plan's batch dimension (0: none), for out-of-memory records
   bool collectives = false;  // has Op::AllReduce nodes (Kernel::Collective)
+  // A dynamic program's family (dynamic.h) and its arena, planned for the
+  // largest size run so far and grown (re-planned, recorded) past it.
+  std::shared_ptr<const Family> family;
+  events::MemoryPlanRecord plan;
 };
 
 struct Seen {
   std::vector<Shape> input_shapes;
+  std::shared_ptr<const CGraph> graph;  // as lowered: what a family is fitted from
 };
 
 using CacheKey = std::pair<const Backend*, uint64_t>;
@@ -214,6 +222,10 @@ struct Compiler {
   std::map<std::pair<const Backend*, uint64_t>, std::shared_ptr<CompiledGraph>> by_signature;
   std::unordered_map<uint64_t, std::vector<Seen>> by_erased;
   std::map<std::string, std::vector<std::pair<Op, std::source_location>>> by_site;
+  // Dynamic programs by (backend, shape-erased signature); families that
+  // failed to fit or unify, not tried again (erased signature, input slot, dim).
+  std::map<std::pair<const Backend*, uint64_t>, std::vector<std::shared_ptr<CompiledGraph>>> dynamic;
+  std::set<std::tuple<uint64_t, int, int>> not_dynamic;
   std::vector<std::shared_ptr<TierUp>> tier_ups;  // submitted, not yet adopted
 };
 
@@ -245,6 +257,8 @@ std::string ms(int64_t ns) {
 struct ChangedDim {
   std::string input;
   int64_t dim, old_value, new_value;
+  bool dynamic = false;  // this compilation made it symbolic
+  int slot = -1;         // the input
 };
 
 // Why the cache missed. A known shape-erased structure means only shapes
@@ -279,7 +293,7 @@ std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t 
       for (std::size_t d = 0; d < shapes[i].size() && d < best->input_shapes[i].size(); ++d)
         if (shapes[i][d] != best->input_shapes[i][d])
           changed.push_back({names[i].empty() ? site_of(graph.inputs[i]->where) : names[i], static_cast<int64_t>(d),
-                             best->input_shapes[i][d], shapes[i][d]});
+                             best->input_shapes[i][d], shapes[i][d], false, static_cast<int>(i)});
   } else if (auto st = c.by_site.find(site_key); st != c.by_site.end()) {
     rec.reason = "structure_change";
     const auto& old = st->second;
@@ -300,7 +314,10 @@ std::vector<ChangedDim> diagnose(const Graph& graph, const Lowered& l, uint64_t 
   } else {
     rec.reason = "first";
   }
-  c.by_erased[erased].push_back({shapes});
+  std::vector<Seen>& seen = c.by_erased[erased];
+  seen.push_back({shapes, std::make_shared<const CGraph>(l.g)});
+  // Families are fitted from the latest graphs: the older ones' graphs go.
+  if (seen.size() > 8) seen[seen.size() - 9].graph.reset();
   c.by_site[site_key] = l.ops;
   return changed;
 }
@@ -375,11 +392,12 @@ bool tiered_enabled() {
 // once), without collectives (every rank must run the same code), on a
 // backend whose memory the eager executor can read, whose plan leaves room
 // for the eager executor's memory (it holds what the plan reuses: the
-// Transformer's eager step peaks at 5.7x its plan; 8x is asked for).
+// Transformer's eager step peaks at 5.7x its plan; 8x is asked for). Not a
+// dynamic program (TC_DYNAMIC): later sizes look it up and run its code.
 bool may_tier(Trigger trigger, const CompiledGraph& exe, const Backend& be, const events::MemoryPlanRecord& m) {
   constexpr int64_t kEagerOverPlan = 8;
-  return trigger == Trigger::mark_step && !exe.collectives && be.host_memory() && m.peak <= m.capacity / kEagerOverPlan &&
-         tiered_enabled();
+  return trigger == Trigger::mark_step && !exe.collectives && !exe.family && be.host_memory() &&
+         m.peak <= m.capacity / kEagerOverPlan && tiered_enabled();
 }
 
 void Builder::work() {
@@ -430,11 +448,12 @@ void tier_up(std::unique_ptr<DeferredBuild> build, CompiledGraph& exe, const eve
   up.kernels = exe.kernels;
   up.batch_size = exe.batch_size;
   t->rec = rec;
+  m.graph_id = up.graph_id;
+  up.plan = m;
   t->rec.graph_id = up.graph_id;
   t->rec.reason = t->rec.trigger = "tier_up";
   t->rec.passes_ns = t->rec.codegen_ns = 0;  // counted in the eager tier's record
   t->eager_graph_id = exe.graph_id;
-  m.graph_id = up.graph_id;
   events::on_memory_plan(m);
   if (events::timing_kernels()) events::on_kernels(up.graph_id, describe_kernels(scheduled, up.program));
   compiler().tier_ups.push_back(t);
@@ -459,6 +478,117 @@ void adopt_tier_ups() {
   }
 }
 
+// ---- dynamic programs (dynamic.h) ----------------------------------------------
+
+// TC_DYNAMIC: "auto" (unset) or "off"; read at each cache miss.
+bool dynamic_on() {
+  const char* e = std::getenv("TC_DYNAMIC");
+  if (!e || !*e || std::string_view(e) == "auto") return true;
+  if (std::string_view(e) == "off") return false;
+  throw Error("tc: TC_DYNAMIC=" + std::string(e) + " is neither 'auto' nor 'off'; unset it for automatic dynamic dims");
+}
+
+struct DynamicChoice {
+  std::shared_ptr<Family> family;
+  std::vector<int64_t> sizes;  // where the program is scheduled; sizes[0], the largest seen, is planned
+};
+
+// Input dims that become symbolic now: each took two distinct sizes (>= 2)
+// in earlier graphs of this shape-erased signature, or one other size when
+// marked dynamic; with the first such dim go those of its size now (one
+// symbol per graph). Fitted from the earlier graphs that differ only there.
+DynamicChoice choose_dynamic(const Graph& graph, const Lowered& l, uint64_t erased) {
+  Compiler& c = compiler();
+  auto it = c.by_erased.find(erased);
+  if (!dynamic_on() || !backend().symbolic_sizes() || it == c.by_erased.end() || it->second.size() < 2) return {};
+  const std::vector<Seen> seen(it->second.begin(), it->second.end() - 1);  // the last one is this graph
+  std::vector<std::pair<int, int>> group, varying;
+  int64_t v = 0;
+  for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
+    const Node* in = graph.inputs[i];
+    for (std::size_t d = 0; d < in->shape.size(); ++d) {
+      const int mark = d < in->dim_marks.size() ? in->dim_marks[d] : 0;
+      const int64_t now = in->shape[d];
+      if (mark < 0 || now < 2 || c.not_dynamic.count({erased, static_cast<int>(i), static_cast<int>(d)})) continue;
+      std::set<int64_t> sizes;
+      for (const Seen& s : seen)
+        if (i < s.input_shapes.size() && d < s.input_shapes[i].size() && s.input_shapes[i][d] >= 2) sizes.insert(s.input_shapes[i][d]);
+      if (sizes.size() < 2 && !(mark > 0 && sizes.size() > sizes.count(now))) continue;
+      // Dims of other sizes (t - 1 beside t) vary too: the family fits them as forms of s.
+      varying.push_back({static_cast<int>(i), static_cast<int>(d)});
+      if (!v || now == v) v = now, group.push_back(varying.back());
+    }
+  }
+  if (group.empty()) return {};
+  std::vector<const CGraph*> graphs{&l.g};
+  std::vector<int64_t> sizes{v};
+  for (auto s = seen.rbegin(); s != seen.rend(); ++s) {
+    if (!s->graph || s->input_shapes.size() != graph.inputs.size()) continue;
+    const int64_t sv = s->input_shapes[static_cast<std::size_t>(group[0].first)][static_cast<std::size_t>(group[0].second)];
+    bool ok = sv >= 2 && std::find(sizes.begin(), sizes.end(), sv) == sizes.end();
+    for (std::size_t i = 0; ok && i < graph.inputs.size(); ++i) {
+      const Shape& now = graph.inputs[i]->shape;
+      ok = s->input_shapes[i].size() == now.size();
+      for (std::size_t d = 0; ok && d < now.size(); ++d) {
+        const std::pair<int, int> at{static_cast<int>(i), static_cast<int>(d)};
+        if (std::find(group.begin(), group.end(), at) != group.end()) ok = s->input_shapes[i][d] == sv;
+        else ok = s->input_shapes[i][d] == now[d] || std::find(varying.begin(), varying.end(), at) != varying.end();
+      }
+    }
+    if (ok) graphs.push_back(s->graph.get()), sizes.push_back(sv);
+  }
+  if (graphs.size() < 2) return {};
+  DynamicChoice ch;
+  ch.family = std::make_shared<Family>();
+  std::string why;
+  if (!fit_family(graphs, sizes, group, ch.family.get(), &why) || ch.family->collectives) {
+    events::log_debug("dims stay static: " + (why.empty() ? std::string("a collective") : why));
+    for (auto [i, d] : group) c.not_dynamic.insert({erased, i, d});
+    return {};
+  }
+  const int64_t top = *std::max_element(sizes.begin(), sizes.end());
+  // Three more sizes far from any static dim: a value that is a polynomial
+  // of degree <= 2 at all four is one at every size.
+  ch.sizes = {top, top + 1009, top + 2029, top + 3061};
+  return ch;
+}
+
+// The family's program: passes, schedule and kernel passes at every size of
+// the choice, unified; *g and *scheduled are the planned size's graphs.
+bool build_dynamic(const DynamicChoice& ch, events::CompilationRecord& rec, CGraph* g, CGraph* scheduled, Program* out,
+                   std::string* why) {
+  std::vector<Program> ps;
+  try {
+    for (std::size_t k = 0; k < ch.sizes.size(); ++k) {
+      CGraph at = instantiate(*ch.family, ch.sizes[k]), sched;
+      verify(at, "instantiate");
+      uint64_t start = events::ticks();
+      int64_t t0 = now_ns();
+      auto passes = run_passes(at, verify_enabled());
+      int64_t t1 = now_ns();
+      Program p = schedule(at, &sched);
+      auto more = run_kernel_passes(sched, p, verify_enabled());
+      rec.passes_ns += t1 - t0;
+      rec.codegen_ns += now_ns() - t1;
+      if (k == 0) {
+        passes.insert(passes.end(), more.begin(), more.end());
+        record_passes(rec.graph_id, start, now_ns() - t0, passes);
+        *g = std::move(at);
+        *scheduled = std::move(sched);
+      }
+      ps.push_back(std::move(p));
+    }
+  } catch (const Error& e) {
+    *why = e.what();
+    return false;
+  }
+  if (!unify(ps, ch.sizes, why)) return false;
+  *out = std::move(ps[0]);
+  rec.nodes_after = g->live_nodes();
+  rec.kernels = static_cast<int64_t>(out->kernels.size());
+  return true;
+}
+
 std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t sig, uint64_t erased, Trigger trigger,
                                        const std::source_location& site, const CacheKey& key) {
   events::CompilationRecord rec;
@@ -475,17 +605,30 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
   rec.nodes_before = static_cast<int64_t>(graph.nodes.size());
 
   std::vector<ChangedDim> changed = diagnose(graph, l, erased, site, rec);
-  optimize(l, rec);
+  DynamicChoice dyn = rec.reason == "shape_change" ? choose_dynamic(graph, l, erased) : DynamicChoice{};
   auto exe = std::make_shared<CompiledGraph>();
   exe->graph_id = rec.graph_id;
-  CGraph scheduled;
-  exe->program = schedule_kernels(l.g, rec, scheduled);
+  CGraph scheduled, planned;
+  std::string why;
+  if (dyn.family && build_dynamic(dyn, rec, &planned, &scheduled, &exe->program, &why)) {
+    exe->family = dyn.family;
+    l.g = std::move(planned);
+    for (ChangedDim& d : changed) d.dynamic = dyn.family->symbolic_input(d.slot, d.dim);
+  } else {
+    if (dyn.family) {
+      events::log_debug("graph " + std::to_string(rec.graph_id) + " stays static: " + why);
+      for (auto [i, d] : dyn.family->dims) compiler().not_dynamic.insert({erased, i, d});
+    }
+    optimize(l, rec);
+    exe->program = schedule_kernels(l.g, rec, scheduled);
+  }
   exe->kernels = exe->program.kernels.size();
   for (const Kernel& k : exe->program.kernels) exe->collectives = exe->collectives || k.kind == Kernel::Collective;
   int64_t p0 = now_ns();
   events::MemoryPlanRecord m = plan(graph, l.g, exe->program, rec.graph_id);
   rec.codegen_ns += now_ns() - p0;  // codegen: kernels, plan and source
   exe->batch_size = m.batch_size;
+  exe->plan = m;
   std::string name = "graph " + std::to_string(rec.graph_id);
   events::on_memory_plan(m);
   events::log_debug(name + " memory plan: peak " + std::to_string(m.peak) + " bytes, arena " +
@@ -509,36 +652,71 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
                     ms(now_ns() - t_start) + ", source " + rec.source_path);
   events::on_compilation(rec);
   if (events::timing_kernels() && !later) events::on_kernels(rec.graph_id, describe_kernels(scheduled, exe->program));
-  for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value);
+  for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value, d.dynamic);
   if (later) tier_up(std::move(later), *exe, rec, m, scheduled, key);
   return exe;
 }
 
-// Binds the graph's buffers (inputs, outputs, arena) and runs the code.
-void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
+// A dynamic program's arena at size s: every buffer keeps its planned slot
+// unless it needs more, and then the arena is planned again for the larger
+// sizes (no rebuild: the code reads the offsets), recorded as a new plan.
+void grow_arena(CompiledGraph& exe, int64_t s) {
+  Program& p = exe.program;
+  bool grow = false;
+  for (std::size_t b = 0; b < p.bufs.size(); ++b)
+    if (p.bufs[b].kind == BufKind::arena && p.bufs[b].bytes > 0) grow = grow || bytes_at(p, static_cast<int>(b), s) > p.bufs[b].bytes;
+  if (!grow) return;
+  for (std::size_t b = 0; b < p.bufs.size(); ++b)
+    if (p.bufs[b].kind == BufKind::arena && p.bufs[b].bytes > 0) p.bufs[b].bytes = std::max(p.bufs[b].bytes, bytes_at(p, static_cast<int>(b), s));
+  const int64_t before = p.arena_bytes;
+  plan_arena(p, {});
+  exe.plan.peak += p.arena_bytes - before;
+  exe.plan.by_category[static_cast<std::size_t>(Category::activation)] += p.arena_bytes - before;
+  events::on_memory_plan(exe.plan);
+  events::log_debug("graph " + std::to_string(exe.graph_id) + " arena grown for size " + std::to_string(s) + ": " +
+                    std::to_string(before) + " -> " + std::to_string(p.arena_bytes) + " bytes");
+}
+
+// Binds the graph's buffers (inputs, outputs, arena; a dynamic program's
+// size s and arena offsets) and runs the code.
+void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id, int64_t s) {
   const Program& p = exe.program;
-  std::vector<void*> ptrs(static_cast<std::size_t>(p.num_inputs + p.num_outputs + 1), nullptr);
-  for (std::size_t s = 0; s < g.inputs.size(); ++s) ptrs[s] = g.inputs[s]->data->raw();
-  ScopedBatchSize batch(exe.batch_size);  // an out-of-memory record names the plan's batch
+  std::vector<void*> ptrs(static_cast<std::size_t>(p.num_inputs + p.num_outputs + 1 + (p.sym ? 1 : 0)), nullptr);
+  thread_local std::vector<int64_t> table;
+  if (p.sym) {
+    table.assign(p.bufs.size() + 1, 0);
+    table[0] = s;
+    for (std::size_t b = 0; b < p.bufs.size(); ++b) table[b + 1] = p.bufs[b].offset;
+    ptrs.back() = table.data();
+  }
+  for (std::size_t i = 0; i < g.inputs.size(); ++i) ptrs[i] = g.inputs[i]->data->raw();
+  int64_t batch_size = exe.batch_size;
+  if (exe.family)  // this size's batch, found as plan_memory finds it: dim 0 of the first named host input
+    for (const Node* in : g.inputs)
+      if (!in->name.empty() && !in->shape.empty() && in->category == Category::input) {
+        batch_size = in->shape[0];
+        break;
+      }
+  ScopedBatchSize batch(batch_size);  // an out-of-memory record names the plan's batch
   std::vector<std::shared_ptr<Buffer>> outs(g.outputs.size());
   std::map<int, std::shared_ptr<Buffer>> by_buf;
-  for (std::size_t s = 0; s < g.outputs.size(); ++s) {
-    int in = p.inplace_input[s];
-    int b = p.output_buf[s];
+  for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+    int in = p.inplace_input[o];
+    int b = p.output_buf[o];
     if (in >= 0) {
-      outs[s] = g.inputs[static_cast<std::size_t>(in)]->data;
+      outs[o] = g.inputs[static_cast<std::size_t>(in)]->data;
     } else if (auto it = by_buf.find(b); it != by_buf.end()) {
-      outs[s] = it->second;
+      outs[o] = it->second;
     } else {
-      outs[s] = allocate(p.bufs[static_cast<std::size_t>(b)].bytes, g.outputs[s]->category);
-      by_buf[b] = outs[s];
+      outs[o] = allocate(bytes_at(p, b, s), g.outputs[o]->category);
+      by_buf[b] = outs[o];
     }
-    ptrs[static_cast<std::size_t>(p.num_inputs) + s] = outs[s]->raw();
+    ptrs[static_cast<std::size_t>(p.num_inputs) + o] = outs[o]->raw();
   }
   std::shared_ptr<Buffer> arena;
   if (p.arena_bytes > 0) {
     arena = allocate(p.arena_bytes, Category::activation);
-    ptrs.back() = arena->raw();
+    ptrs[static_cast<std::size_t>(p.num_inputs + p.num_outputs)] = arena->raw();
   }
   // While recording, each kernel is timed (ticks[2k], ticks[2k+1]) and
   // reported after the run; otherwise the code takes its untimed path.
@@ -566,9 +744,9 @@ void execute(const CompiledGraph& exe, const Graph& g, int64_t execution_id) {
     events::on_kernel_times(execution_id, exe.graph_id, ticks.data(), exe.kernels);
   }
   arena.reset();
-  for (std::size_t s = 0; s < g.outputs.size(); ++s) {
-    g.outputs[s]->data = outs[s];
-    if (p.inplace_input[s] >= 0) outs[s]->set_category(g.outputs[s]->category);
+  for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+    g.outputs[o]->data = outs[o];
+    if (p.inplace_input[o] >= 0) outs[o]->set_category(g.outputs[o]->category);
   }
 }
 
@@ -612,30 +790,53 @@ void CollectiveScope::rethrow_collective_failure() {
   std::rethrow_exception(e);
 }
 
+namespace {
+bool g_prefer_dynamic = false;
+}  // namespace
+void prefer_dynamic_for_bench(bool on) { g_prefer_dynamic = on; }
+
 int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location& site) {
   Lowered l = lower(g, trigger);
   uint64_t sig = structure_hash(l.g, true);
   Compiler& c = compiler();
   std::shared_ptr<CompiledGraph> exe;
+  int64_t size = 0;  // a dynamic program's size for this graph
   const CacheKey key{&backend(), sig};
-  if (auto it = c.by_signature.find(key); it != c.by_signature.end()) {
-    exe = it->second;
+  auto hit = c.by_signature.find(key);
+  if (hit != c.by_signature.end() && !g_prefer_dynamic) {
+    exe = hit->second;
   } else {
-    if (events::timing_kernels() && !events::ceilings_recorded()) {
-      // The roofline kernels are put against: cached per machine, measured once (~0.2 s).
-      Backend::Ceilings ce = backend().ceilings();
-      events::on_ceilings(backend().name(), {ce.gflops, ce.gbps, ce.cached ? "cached" : "measured", ce.isa, ce.kernel, ce.threads});
-    }
     uint64_t erased = structure_hash(l.g, false);
-    exe = compile(g, l, sig, erased, trigger, site, key);
-    c.by_signature[key] = exe;
+    if (auto d = c.dynamic.find({key.first, erased}); d != c.dynamic.end() && dynamic_on())
+      for (const auto& e : d->second)
+        if ((size = family_size(*e->family, l.g)) != 0) {
+          exe = e;
+          break;
+        }
+    if (!exe && hit != c.by_signature.end()) exe = hit->second;
+    if (!exe) {
+      if (events::timing_kernels() && !events::ceilings_recorded()) {
+        // The roofline kernels are put against: cached per machine, measured once (~0.2 s).
+        Backend::Ceilings ce = backend().ceilings();
+        events::on_ceilings(backend().name(), {ce.gflops, ce.gbps, ce.cached ? "cached" : "measured", ce.isa, ce.kernel, ce.threads});
+      }
+      exe = compile(g, l, sig, erased, trigger, site, key);
+      if (exe->family) {
+        const auto [slot, dim] = exe->family->dims[0];
+        size = g.inputs[static_cast<std::size_t>(slot)]->shape[static_cast<std::size_t>(dim)];
+        c.dynamic[{key.first, erased}].push_back(exe);
+      } else {
+        c.by_signature[key] = exe;
+      }
+    }
+    if (exe->family) grow_arena(*exe, size);
   }
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   int64_t execution_id = events::new_execution_id();
   {
     events::NvtxScope nvtx(events::NvtxScope::kExecute, exe->graph_id);
-    if (exe->code) execute(*exe, g, execution_id);
+    if (exe->code) execute(*exe, g, execution_id, size);
     else execute_eager(g, execution_id);  // the eager tier
     events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
                               now_ns() - t0, start, exe->graph_id, execution_id);

@@ -30,14 +30,7 @@ uint64_t ticks() { return tr::enabled() ? tr::now() : 0; }
 int64_t new_graph_id() { return tr::new_graph_id(); }
 int64_t new_execution_id() { return tr::new_execution_id(); }
 
-const char* eval_kind_name(EvalKind k) {
-  switch (k) {
-    case EvalKind::item: return "item";
-    case EvalKind::to_host: return "to_host";
-    case EvalKind::print: return "print";
-  }
-  return "?";
-}
+const char* eval_kind_name(EvalKind k) { return g_eval_kind_text[static_cast<size_t>(k)].text; }
 
 void set_test_observer(TestObserver* observer) { g_observer = observer; }
 
@@ -130,10 +123,11 @@ void on_compilation(const CompilationRecord& c) {
 }
 
 void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
-                          int64_t new_value) {
+                          int64_t new_value, bool dynamic) {
   if (!tr::enabled()) return;
   tr::emit(tr::rec::CompilationInput{
-      .graph_id = graph_id, .input = tr::intern(input), .dim = dim, .old_value = old_value, .new_value = new_value});
+      .graph_id = graph_id, .input = tr::intern(input), .dim = dim, .old_value = old_value, .new_value = new_value,
+      .dynamic = dynamic ? 1 : 0});
 }
 
 void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after) {

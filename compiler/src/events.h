@@ -62,7 +62,7 @@ struct CompilationRecord {
 };
 void on_compilation(const CompilationRecord& c);
 void on_compilation_input(int64_t graph_id, const std::string& input, int64_t dim, int64_t old_value,
-                          int64_t new_value);
+                          int64_t new_value, bool dynamic);
 void on_compile_pass(int64_t graph_id, uint64_t start, uint64_t end, const char* pass, int64_t nodes_after);
 struct MemoryPlanRecord {
   int64_t graph_id = 0, peak = 0, workspace = 0, batch_bytes = 0, batch_size = 0, capacity = 0;

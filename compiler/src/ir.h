@@ -75,6 +75,7 @@ struct Node {
   Attrs attrs;
   std::source_location where;
   std::string name;  // user-given name (inputs)
+  std::vector<int8_t> dim_marks;  // per dim: 1 tc::mark_dynamic, -1 tc::mark_static, 0 automatic
   Category category = Category::activation;
   uint64_t id = 0;  // creation order, unique per process
   std::shared_ptr<Buffer> data;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 
@@ -14,12 +15,8 @@ using namespace detail;
 using loc = std::source_location;
 
 const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::f32: return "f32";
-    case DType::i32: return "i32";
-    case DType::b8: return "b8";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"f32", "i32", "b8"};  // by DType
+  return static_cast<size_t>(d) < std::size(kNames) ? kNames[static_cast<size_t>(d)] : "?";
 }
 
 int64_t dtype_size(DType d) { return d == DType::b8 ? 1 : 4; }

@@ -46,15 +46,19 @@ Tensor scalar(double v, const loc& w) { return constant(v, DType::f32, w); }
 
 }  // namespace
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+template <class Options>
+Optimizer<Options>::Optimizer(std::vector<Tensor> params, Options options, const char* name)
     : params_(std::move(params)), options_(options) {
-  for (auto& p : params_) {
-    if (!p.defined() || p.dtype() != DType::f32) throw Error("tc::optim::SGD: parameters must be f32 tensors");
-    if (options_.momentum != 0) velocity_.push_back(state_like(p));
-  }
+  for (const Tensor& p : params_)
+    if (!p.defined() || p.dtype() != DType::f32) throw Error(std::string("tc::optim::") + name + ": parameters must be f32 tensors");
 }
+template class Optimizer<SGDOptions>;
+template class Optimizer<AdamWOptions>;
 
-void SGD::set_lr(double lr) { options_.lr = lr; }
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params), options, "SGD") {
+  if (options_.momentum != 0)
+    for (const Tensor& p : params_) velocity_.push_back(state_like(p));
+}
 
 void SGD::step(const std::vector<Tensor>& grads, loc w) {
   check_grads(params_, grads, w);
@@ -73,17 +77,12 @@ void SGD::step(const std::vector<Tensor>& grads, loc w) {
   }
 }
 
-AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
-    : params_(std::move(params)), options_(options) {
-  for (auto& p : params_) {
-    if (!p.defined() || p.dtype() != DType::f32)
-      throw Error("tc::optim::AdamW: parameters must be f32 tensors");
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::move(params), options, "AdamW") {
+  for (const Tensor& p : params_) {
     m_.push_back(state_like(p));
     v_.push_back(state_like(p));
   }
 }
-
-void AdamW::set_lr(double lr) { options_.lr = lr; }
 
 void AdamW::step(const std::vector<Tensor>& grads, loc w) {
   check_grads(params_, grads, w);

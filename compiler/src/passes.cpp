@@ -187,22 +187,18 @@ void simplify(CGraph& g) {
     if (n.is_leaf()) continue;
     auto node = [&](int k) -> CNode& { return g.nodes[static_cast<std::size_t>(k)]; };
     auto same = [&](int k) { return node(k).shape == n.shape && node(k).dtype == n.dtype; };
+    // x op unit is x, and so is unit op x when op commutes.
+    auto with_unit = [&](double unit, bool commutes) {
+      if (is_fill(g, n.in[1], unit) && same(n.in[0])) return n.in[0];
+      if (commutes && is_fill(g, n.in[0], unit) && same(n.in[1])) return n.in[1];
+      return -1;
+    };
     int to = -1;
     switch (n.op) {
-      case Op::Mul:
-        if (is_fill(g, n.in[1], 1) && same(n.in[0])) to = n.in[0];
-        else if (is_fill(g, n.in[0], 1) && same(n.in[1])) to = n.in[1];
-        break;
-      case Op::Div:
-        if (is_fill(g, n.in[1], 1) && same(n.in[0])) to = n.in[0];
-        break;
-      case Op::Add:
-        if (is_fill(g, n.in[1], 0) && same(n.in[0])) to = n.in[0];
-        else if (is_fill(g, n.in[0], 0) && same(n.in[1])) to = n.in[1];
-        break;
-      case Op::Sub:
-        if (is_fill(g, n.in[1], 0) && same(n.in[0])) to = n.in[0];
-        break;
+      case Op::Mul: to = with_unit(1, true); break;
+      case Op::Div: to = with_unit(1, false); break;
+      case Op::Add: to = with_unit(0, true); break;
+      case Op::Sub: to = with_unit(0, false); break;
       case Op::Neg:
         if (node(n.in[0]).op == Op::Neg && !node(n.in[0]).is_leaf()) to = node(n.in[0]).in[0];
         break;

@@ -1,6 +1,7 @@
 #include "batching.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "fortunes.h"
@@ -8,20 +9,17 @@
 
 namespace tc_samples {
 
+constexpr const char* kPaddingNames[] = {"longest", "max_length", "bucket"};  // by Padding
+
 std::optional<Padding> parse_padding(const std::string& s) {
-  if (s == "longest") return Padding::longest;
-  if (s == "max_length") return Padding::max_length;
-  if (s == "bucket" || s == "buckets") return Padding::bucket;
+  if (s == "buckets") return Padding::bucket;
+  for (size_t i = 0; i < std::size(kPaddingNames); ++i)
+    if (s == kPaddingNames[i]) return static_cast<Padding>(i);
   return std::nullopt;
 }
 
 const char* padding_name(Padding p) {
-  switch (p) {
-    case Padding::longest: return "longest";
-    case Padding::max_length: return "max_length";
-    case Padding::bucket: return "bucket";
-  }
-  return "?";
+  return static_cast<size_t>(p) < std::size(kPaddingNames) ? kPaddingNames[static_cast<size_t>(p)] : "?";
 }
 
 int64_t PaddingPolicy::length_for(int64_t longest) const {

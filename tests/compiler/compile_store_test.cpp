@@ -303,8 +303,9 @@ TEST(CompiledStore, AShapeChangeNamesTheClosestEarlierGraph) {
   if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
   TempDir dir;
   const std::string store = dir.file("shapes.tcdb");
+  // TC_DYNAMIC=off: every length its own graph (by default 86 would make tokens dim 1 dynamic).
   auto e = tc::test::run({bin("tc-test-shapes"), "--lengths", "88,128,86,39,128"},
-                         {{"TC_PROFILE", store}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}});
+                         {{"TC_PROFILE", store}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}, {"TC_DYNAMIC", "off"}});
   ASSERT_EQ(e.code, 0) << e.err;
   auto reader = tc::store::Reader::open(store);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
@@ -331,6 +332,56 @@ TEST(CompiledStore, AShapeChangeNamesTheClosestEarlierGraph) {
   EXPECT_EQ(ev["pad"]["to"].n, 128);
   EXPECT_FALSE(ev["buckets"]["sizes"].a.empty());
   EXPECT_FALSE((*f)["suggestion"].s.empty());
+}
+
+// Issue 31's probe: an outside-style program whose input takes 24 lengths in
+// 48 steps compiles at most 4 times by default (two static graphs, then the
+// dynamic one serves every later length; counted, not timed) and once per
+// length with TC_DYNAMIC=off. The dynamic compilation is a shape_change whose
+// compilation_inputs row says dynamic = 1, and tc-analyze says tc made the
+// dim dynamic. Built code goes to the suite's shared cache (the TC_CACHE_DIR
+// ctest sets): the 24 static builds are paid once per checkout.
+TEST(CompiledStore, TwentyFourLengthsCompileAtMostFourTimesByDefault) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  std::string lengths;
+  for (int step = 0; step < 48; ++step) lengths += (step ? "," : "") + std::to_string(8 + 5 * ((step * 7) % 24));
+  for (const char* mode : {"auto", "off"}) {
+    const std::string store = dir.file(std::string(mode) + ".tcdb");
+    auto e = tc::test::run({bin("tc-test-shapes"), "--lengths", lengths},
+                           {{"TC_PROFILE", store}, {"TC_EAGER", ""}, {"TC_DYNAMIC", mode}});
+    ASSERT_EQ(e.code, 0) << e.err;
+    auto reader = tc::store::Reader::open(store);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    const int64_t compilations = *reader->scalar_i64("SELECT count(*) FROM compilations");
+    EXPECT_EQ(*reader->scalar_i64("SELECT count(*) FROM executions WHERE graph_id <> 0"), 48) << mode;
+    if (std::string(mode) == "off") {
+      EXPECT_EQ(compilations, 24) << "one graph per length";
+      EXPECT_EQ(*reader->scalar_i64("SELECT count(*) FROM compilation_inputs WHERE dynamic = 1"), 0);
+      continue;
+    }
+    EXPECT_LE(compilations, 4);
+    EXPECT_EQ(*reader->scalar_i64("SELECT count(*) FROM compilation_inputs i JOIN compilations c USING (graph_id) "
+                                  "WHERE i.dynamic = 1 AND i.input = 'tokens' AND i.dim = 1 AND c.reason = 'shape_change'"),
+              1);
+    auto a = tc::test::run({bin("tc-analyze"), store, "--json"}, {});
+    ASSERT_EQ(a.code, 0) << a.err;
+    tc::test::JsonValue v = tc::test::parse_json(a.out);
+    const tc::test::JsonValue* f = nullptr;
+    for (const auto& x : v["findings"].a)
+      if (x["kind"].s == "recompilation.dynamic_marked") f = &x;
+    ASSERT_NE(f, nullptr) << a.out;
+    EXPECT_EQ((*f)["title"].s.rfind("tc made tokens dim 1 dynamic after 2 compilations", 0), 0u) << (*f)["title"].s;
+    EXPECT_NE((*f)["suggestion"].s.find("tc::mark_dynamic(tokens, 1)"), std::string::npos) << (*f)["suggestion"].s;
+    // recompilation.shape_change weighs the third plan with this run's numbers.
+    const tc::test::JsonValue* s = nullptr;
+    for (const auto& x : v["findings"].a)
+      if (x["kind"].s == "recompilation.shape_change" && x["evidence"]["input"].s == "tokens") s = &x;
+    ASSERT_NE(s, nullptr) << a.out;
+    EXPECT_TRUE((*s)["evidence"]["dynamic"]["measured"].b) << a.out;
+    EXPECT_EQ((*s)["evidence"]["dynamic"]["compilations"].n, 3);
+    EXPECT_NE((*s)["suggestion"].s.find("Dynamic, as this run made tokens dim 1"), std::string::npos) << (*s)["suggestion"].s;
+  }
 }
 
 }  // namespace

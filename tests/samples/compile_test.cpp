@@ -41,13 +41,15 @@ TEST(SampleCompilations, MlpCompilesOnce) {
   EXPECT_EQ(store_i64(r.store, "SELECT count(*) FROM executions WHERE trigger = 'mark_step'"), 20);
 }
 
+// TC_DYNAMIC=off: the trap as it is without automatic dynamic, a graph per length.
 TEST(SampleCompilations, LongestPaddingRecompilesOnTheSequenceDimension) {
   if (!tc::test::have_fortunes()) FAIL() << tc::test::kNoFortunes;
   TempDir dir;
   constexpr int kSteps = 6;
   auto r = profile_sample(dir, "text-classifier",
                           {"--padding", "longest", "--steps", std::to_string(kSteps), "--train-examples", "512",
-                           "--eval-examples", "32", "--log-every", "0"});
+                           "--eval-examples", "32", "--log-every", "0"},
+                          {{"TC_DYNAMIC", "off"}});
   ASSERT_EQ(r.exit.code, 0) << r.exit.err;
   TC_SKIP_STORE_CHECKS_WITHOUT_RECORDING();
   // Batches of 32 quotes rarely share a longest length (capped at 128).

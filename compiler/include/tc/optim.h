@@ -20,17 +20,29 @@ struct SGDOptions {
   bool nesterov = false;
 };
 
-class SGD {
+// What the optimizers share: the parameters they update and their options,
+// whose learning rate may change between steps.
+template <class Options>
+class Optimizer {
+ public:
+  void set_lr(double lr) { options_.lr = lr; }
+  double lr() const { return options_.lr; }
+
+ protected:
+  // Throws tc::Error unless every parameter is an f32 tensor (`name` says whose).
+  Optimizer(std::vector<Tensor> params, Options options, const char* name);
+  std::vector<Tensor> params_;
+  Options options_;
+};
+
+class SGD : public Optimizer<SGDOptions> {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options = {});
   void step(const std::vector<Tensor>& grads, TC_HERE);
-  void set_lr(double lr);
-  double lr() const { return options_.lr; }
   const std::vector<Tensor>& state() const { return velocity_; }
 
  private:
-  std::vector<Tensor> params_, velocity_;
-  SGDOptions options_;
+  std::vector<Tensor> velocity_;
 };
 
 struct AdamWOptions {
@@ -41,17 +53,14 @@ struct AdamWOptions {
   double weight_decay = 0.01;  // decoupled
 };
 
-class AdamW {
+class AdamW : public Optimizer<AdamWOptions> {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options = {});
   void step(const std::vector<Tensor>& grads, TC_HERE);
-  void set_lr(double lr);
-  double lr() const { return options_.lr; }
   int64_t steps() const { return t_; }
 
  private:
-  std::vector<Tensor> params_, m_, v_;
-  AdamWOptions options_;
+  std::vector<Tensor> m_, v_;
   int64_t t_ = 0;
 };
 

@@ -104,6 +104,15 @@ std::ostream& operator<<(std::ostream& os, const Printable& p);
 // ---- creation ------------------------------------------------------------
 Tensor from_host(std::span<const float> data, Shape shape, std::string_view name = {}, TC_HERE);
 Tensor from_host(std::span<const int32_t> data, Shape shape, std::string_view name = {}, TC_HERE);
+// Dynamic dims (TC_DYNAMIC, docs/environment.md). By default a dim of an
+// input that took two distinct sizes in graphs of one structure becomes
+// symbolic at the next compilation, and one build then serves its later
+// sizes (sizes 0 and 1 stay specialized). mark_dynamic makes dim `dim` of
+// this input symbolic from its second size on; mark_static keeps it one
+// graph per size. The mark belongs to this tensor: mark each step's input.
+// Both return `t`; a dim out of range throws tc::Error.
+const Tensor& mark_dynamic(const Tensor& t, int64_t dim);
+const Tensor& mark_static(const Tensor& t, int64_t dim);
 Tensor zeros(Shape shape, DType dtype = f32, TC_HERE);
 Tensor ones(Shape shape, DType dtype = f32, TC_HERE);
 Tensor full(Shape shape, double value, DType dtype = f32, TC_HERE);

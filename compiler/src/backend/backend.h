@@ -110,6 +110,9 @@ class Backend {
   }
   // Waits until everything run() started has finished.
   virtual void synchronize() = 0;
+  // Whether compile() takes dynamic programs (Program::sym: sizes and arena
+  // offsets read from the pointer table's last slot, compile.h).
+  virtual bool symbolic_sizes() const { return false; }
 
   // ---- the roofline
   // What this device reaches: peak single-precision GFLOP/s of its

@@ -160,25 +160,78 @@ std::string literal_d(const Dialect& d, double v) {
   return "(" + s + ")";
 }
 
+std::string size(const SymInt& v) {
+  if (!v.symbolic()) return v.c0 < 0 ? "(" + std::to_string(v.c0) + "LL)" : std::to_string(v.c0) + "LL";
+  std::string s;
+  auto term = [&s](int64_t c, const char* var) {
+    if (c == 0) return;
+    if (!s.empty()) s += " + ";
+    s += c == 1 ? std::string(var) : std::to_string(c) + "LL * " + var;
+  };
+  term(v.c2, "tc_s * tc_s");
+  term(v.c1, "tc_s");
+  if (v.c0) s += " + " + std::to_string(v.c0) + "LL";
+  return "(" + s + ")";
+}
+
+std::string real(const Dialect& d, const SymReal& v) {
+  if (v.kind == SymReal::constant) return literal_d(d, v.d0);
+  std::string poly = "(" + literal_d(d, v.d0) + " + " + literal_d(d, v.d1) + " * (double)tc_s";
+  if (v.d2 != 0) poly += " + " + literal_d(d, v.d2) + " * (double)tc_s * (double)tc_s";
+  poly += ")";
+  return v.kind == SymReal::reciprocal ? "(1.0 / " + poly + ")" : poly;
+}
+
+std::string sizes_prologue(const Program& p) {
+  if (!p.sym) return "";
+  return "  const int64_t* tc_tab = (const int64_t*)b[" + std::to_string(p.sym->table_slot) +
+         "];\n  const int64_t tc_s = tc_tab[0];\n  const int64_t* tc_off = tc_tab + 1;\n  (void)tc_s;\n  (void)tc_off;\n";
+}
+
+// Whether index expression i of a dynamic program's kernel has only
+// constants and loops of fixed extent: index_affine may then fold it (it
+// reads values and extents as numbers).
+static bool fixed_index(const Kernel& k, int i) {
+  const KExpr& e = k.ex[static_cast<std::size_t>(i)];
+  switch (e.k) {
+    case KOp::IConst:
+    case KOp::Chk: return !k.sym->ex_i[static_cast<std::size_t>(i)].symbolic();
+    case KOp::Var: return e.i >= 0 && static_cast<std::size_t>(e.i) < k.sym->loop.size() && !k.sym->loop[static_cast<std::size_t>(e.i)].symbolic();
+    case KOp::IAdd:
+    case KOp::IMul:
+    case KOp::IDiv:
+    case KOp::IMod: return fixed_index(k, e.a) && fixed_index(k, e.b);
+    default: return true;
+  }
+}
+
 std::string expr(const Dialect& d, const Kernel& k, int i) {
   const KExpr& e = k.ex[static_cast<std::size_t>(i)];
   auto a = [&] { return expr(d, k, e.a); };
   auto b = [&] { return expr(d, k, e.b); };
-  if (e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) {
+  if ((e.k == KOp::IAdd || e.k == KOp::IMul || e.k == KOp::IDiv || e.k == KOp::IMod) && (!k.sym || fixed_index(k, i))) {
     if (auto f = index_affine::affine(k, i, [&d](const Kernel& kk, int ii) { return expr(d, kk, ii); })) return f->str();
   }
   switch (e.k) {
     case KOp::Var: return "i" + std::to_string(e.i);
-    case KOp::IConst: return e.i < 0 ? "(" + std::to_string(e.i) + "LL)" : std::to_string(e.i) + "LL";
+    case KOp::IConst:
+      if (k.sym && k.sym->ex_i[static_cast<std::size_t>(i)].symbolic()) return size(k.sym->ex_i[static_cast<std::size_t>(i)]);
+      return e.i < 0 ? "(" + std::to_string(e.i) + "LL)" : std::to_string(e.i) + "LL";
     case KOp::IAdd: return "(" + a() + " + " + b() + ")";
     case KOp::IMul: return "(" + a() + " * " + b() + ")";
     case KOp::IDiv: return "(" + a() + " / " + b() + ")";
     case KOp::IMod: return "(" + a() + " % " + b() + ")";
     case KOp::ILt: return "(" + a() + " < " + b() + ")";
     case KOp::IEq: return "((int64_t)" + a() + " == " + b() + ")";
-    case KOp::FConst: return literal(d, e.dt, e.f);
+    case KOp::FConst:
+      if (k.sym && k.sym->ex_f[static_cast<std::size_t>(i)].kind != SymReal::constant)
+        return "((" + std::string(ctype(e.dt)) + ")" + real(d, k.sym->ex_f[static_cast<std::size_t>(i)]) + ")";
+      return literal(d, e.dt, e.f);
     case KOp::Load: return "p" + std::to_string(e.buf) + "[" + a() + "]";
-    case KOp::Chk: return "tc_chk((int64_t)" + a() + ", " + std::to_string(e.i) + "LL, err)";
+    case KOp::Chk: {
+      std::string n = k.sym ? size(k.sym->ex_i[static_cast<std::size_t>(i)]) : std::to_string(e.i) + "LL";
+      return "tc_chk((int64_t)" + a() + ", " + n + ", err)";
+    }
     case KOp::Seq: return "((void)" + a() + ", " + b() + ")";
     case KOp::Acc: return "((" + std::string(ctype(e.dt)) + ")acc)";
     case KOp::Cast: return "tc_cv<" + std::string(ctype(e.dt)) + ">((double)" + a() + ")";
@@ -201,6 +254,7 @@ std::string ptr(const Dialect& d, const Program& p, int b) {
   std::ostringstream os;
   if (bd.kind == BufKind::input) os << "(" << t << "*)b[" << bd.slot << "]";
   else if (bd.kind == BufKind::output) os << "(" << t << "*)b[" << p.num_inputs + bd.slot << "]";
+  else if (p.sym) os << "(" << t << "*)((char*)b[" << p.num_inputs + p.num_outputs << "] + tc_off[" << b << "])";
   else os << "(" << t << "*)((char*)b[" << p.num_inputs + p.num_outputs << "] + " << bd.offset << d.arena_suffix << ")";
   return os.str();
 }

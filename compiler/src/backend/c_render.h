@@ -43,6 +43,14 @@ std::string literal_d(const Dialect& d, double v);
 // Expression i of kernel k: loop variables are i<dim>, buffers p<buf>, a
 // reduction's accumulator `acc`, the error flag `err`.
 std::string expr(const Dialect& d, const Kernel& k, int i);
+// A dynamic program's size (compile.h SymInt) as an int64 expression of
+// tc_s, and a real form as a double expression; a constant as a literal.
+std::string size(const SymInt& v);
+std::string real(const Dialect& d, const SymReal& v);
+// What a dynamic program's kernel declares first: tc_s (the symbolic size)
+// and tc_off (the arena offsets), read from the pointer table at run time;
+// "" for a static program.
+std::string sizes_prologue(const Program& p);
 // Buffer b's address in the pointer table `b` (inputs, outputs, the arena).
 std::string ptr(const Dialect& d, const Program& p, int b);
 // Declares p<buf> for every buffer the kernel reads or writes, one a line.

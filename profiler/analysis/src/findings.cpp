@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "graph_breaks.h"
@@ -44,6 +45,20 @@ double median_s(std::vector<int64_t> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return static_cast<double>(v[v.size() / 2]) / 1e9;
+}
+
+// Two SQL columns over the compilations `c` of a query: how many forward compilations of c's frame (its
+// shape_erased) succeeded, and the ns all its successful ones took; `also` narrows them (over `o`, "" for all).
+std::string frame_compilations_sql(const std::string& also) {
+  const std::string of = "FROM compilations o WHERE o.shape_erased = c.shape_erased " + also + "AND o.failure IS NULL";
+  return "(SELECT count(*) " + of + " AND o." + kNotBackward + "), (SELECT coalesce(sum(o.dur), 0) " + of + " AND o." + kBlocking + ") ";
+}
+
+// The execute times (ns) of the steps before `step` (first) and of those from it on (second).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> execute_ns_split_at(const std::vector<Step>& steps, int64_t step) {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> split;
+  for (const Step& s : steps) (s.index < step ? split.first : split.second).push_back(s.execute_ns());
+  return split;
 }
 
 std::string join(const std::vector<int64_t>& v) {
@@ -108,7 +123,9 @@ struct ShapeRun {
   std::map<int64_t, std::vector<double>> exec;  // executions per graph (training steps and explicit evaluations), in seconds
   std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
   std::map<InputKey, int64_t> first_old;  // value before the first change
-  std::map<InputKey, int64_t> dynamic_at;  // torch.compile made the dim dynamic at this size
+  std::map<InputKey, int64_t> dynamic_at;  // torch.compile (or tc) made the dim dynamic at this size
+  std::set<InputKey> dynamic_by_tc;        // of those, tc's own (TC_DYNAMIC)
+  std::map<InputKey, int64_t> dynamic_graph;  // the compilation that made it dynamic
   std::map<InputKey, int64_t> first_seen;  // the order of its first compilation_inputs row
   // The hook's record of each step's inputs (step_inputs): (process, input, dim) -> (process, step) -> size.
   std::map<InputKey, std::map<std::pair<int64_t, int64_t>, int64_t>> step_values;
@@ -177,7 +194,11 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     run.values[key][q.i64(0)] = q.i64(4);
     run.first_old.try_emplace(key, q.i64(3));
     run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
-    if (q.i64(6) == 1) run.dynamic_at.try_emplace(key, q.i64(4));
+    if (q.i64(6) == 1 && run.dynamic_at.try_emplace(key, q.i64(4)).second) {
+      run.dynamic_graph[key] = q.i64(0);
+      auto g = run.graphs.find(q.i64(0));
+      if (g != run.graphs.end() && !g->second.carries) run.dynamic_by_tc.insert(key);
+    }
   }
   read_step_inputs(r, report, text, run);
 }
@@ -273,8 +294,54 @@ void shape_suggestion(Finding& f, const std::string& dim_name, bool short_last_b
   }
 }
 
+// The third plan beside pad and buckets: the dim dynamic (tc's TC_DYNAMIC=auto,
+// torch.compile's mark_dynamic): at most two static compilations and a
+// dynamic one, nothing padded. Where the run made the dim dynamic, its own
+// numbers: what it spent, and the dynamic graph's median execution against
+// the static graphs' (both ran); else an estimate at the static step time.
+struct DynamicPlan {
+  int64_t compilations = 0;
+  double total_s = 0, saving_s = 0, step_ratio = 1;
+  bool measured = false;
+};
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::vector<DimValue>& observed, const ShapePlan& plan) {
+  DynamicPlan d;
+  double execute_s = 0;
+  for (const DimValue& v : observed) execute_s += v.execute_s, d.compilations += v.compilations;
+  if (auto g = run.dynamic_graph.find(key); g != run.dynamic_graph.end()) {
+    std::vector<double> dynamic_exec, static_exec;
+    if (auto e = run.exec.find(g->second); e != run.exec.end()) dynamic_exec = e->second;
+    for (const auto& [gid, v] : run.values.at(key))
+      if (auto e = run.exec.find(gid); gid != g->second && e != run.exec.end()) static_exec.insert(static_exec.end(), e->second.begin(), e->second.end());
+    d.measured = !dynamic_exec.empty() && !static_exec.empty();
+    if (d.measured && median_of(static_exec) > 0) d.step_ratio = median_of(dynamic_exec) / median_of(static_exec);
+    d.total_s = plan.observed_total_s;  // what the run spent, dynamic as it was
+  } else {
+    d.compilations = std::min<int64_t>(3, static_cast<int64_t>(observed.size()));
+    d.total_s = static_cast<double>(d.compilations) * plan.compile_per_graph_s + execute_s;
+  }
+  d.saving_s = plan.observed_total_s - d.total_s;
+  return d;
+}
+
+std::string dynamic_text(const std::string& dim_name, const DynamicPlan& d, bool tc) {
+  std::string how = tc ? "the default TC_DYNAMIC=auto, or tc::mark_dynamic from the start" : "torch._dynamo.mark_dynamic";
+  if (d.measured)
+    return "Dynamic, as this run made " + dim_name + ": " + counted(d.compilations, "compilation", "compilations") +
+           ", the dynamic graph's median step " + format_double("%.2f", d.step_ratio) + "x the static graphs' (measured, at the sizes each ran).";
+  return "Dynamic (" + how + "): " + counted(d.compilations, "compilation", "compilations") + ", est. " + format_seconds(d.saving_s) +
+         " saved (an estimate: steps as fast as the static ones).";
+}
+
 std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std::optional<int64_t> dynamic_from, const std::vector<DimValue>& observed,
-                           int64_t changes, double compile_s, const ShapePlan& plan, bool short_last_batch,
+                           int64_t changes, double compile_s, const ShapePlan& plan, const DynamicPlan& dyn, bool short_last_batch,
                            std::optional<std::pair<int64_t, int64_t>> recorded) {
   const auto& [_, input, dim] = key;
   Json j;
@@ -298,6 +365,8 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   j.end_array().field("padding_waste", plan.bucket_waste).field("estimated_total_s", plan.bucket_total_s);
   j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
   j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
+  j.key("dynamic").begin_object().field("compilations", dyn.compilations).field("estimated_total_s", dyn.total_s);
+  j.field("estimated_saving_s", dyn.saving_s).field("step_ratio", dyn.step_ratio).field("measured", dyn.measured).end_object();
   // Steps whose sizes the hook recorded, and the steps of the process it did not.
   if (recorded) j.field("steps_recorded", recorded->first).field("steps_unrecorded", recorded->second);
   j.end_object();
@@ -366,15 +435,21 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text, std
                         "'s size: the plan covers the " + std::to_string(seen) + " the hook saw.)";
     } else if (dyn != run.dynamic_at.end() && !short_last_batch) {
       // The sizes after the dim became dynamic are unknown: no size from this log is the data's largest.
-      f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: "
-                     "torch.compile made this dim dynamic at " + std::to_string(dyn->second) + ", and the sizes of the steps after that are not "
-                     "in its log (the largest before it was " + std::to_string(hi) + ").";
+      f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: " +
+                     std::string(run.dynamic_by_tc.contains(key) ? "tc" : "torch.compile") + " made this dim dynamic at " + std::to_string(dyn->second) +
+                     ", and the sizes of the steps after that are not " + (run.dynamic_by_tc.contains(key) ? "recorded" : "in its log") +
+                     " (the largest before it was " + std::to_string(hi) + ").";
     }
+    const DynamicPlan dyn_plan = dynamic_plan(run, key, observed, plan);
+    const bool by_tc = run.graphs.count(by_graph.begin()->first) && !run.graphs.at(by_graph.begin()->first).carries;
+    // The third plan is named where the run measured it, or where it beats both others.
+    if (!short_last_batch && (dyn_plan.measured || (dyn_plan.saving_s > std::max(plan.pad_saving_s, plan.bucket_saving_s) && dyn_plan.saving_s > 0)))
+      f.suggestion += " " + dynamic_text(dim_name, dyn_plan, by_tc);
     for (const auto& d : observed)
       if (d.first_ts) f.anchors_ts.push_back(d.first_ts);
     f.evidence_json = shape_evidence(key, pid != run.pid_of.end() ? std::optional(pid->second) : std::nullopt,
                                      dyn != run.dynamic_at.end() ? std::optional(dyn->second) : std::nullopt, observed, changes, compile_s, plan,
-                                     short_last_batch, recorded);
+                                     dyn_plan, short_last_batch, recorded);
     if (!others.empty()) {
       Json tied;
       tied.begin_array();
@@ -530,9 +605,7 @@ Status explicit_evaluation(const store::Reader& r, Report& report, StoreText& te
 Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilations, "failure")) return Status::Ok();
   auto q = r.query(
-      std::string("SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL AND o.") + kNotBackward + "), "
-      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.failure IS NULL) "
+      "SELECT c.step, c.ts, c.failure, c.frame, l.function, l.file, l.line, c.shape_erased, " + frame_compilations_sql("") +
       "FROM compilations c LEFT JOIN locations l ON l.id = c.loc_id WHERE c.failure LIKE '%recompile limit%' ORDER BY c.ts");
   std::set<std::string> seen;
   while (q.next()) {
@@ -544,17 +617,8 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
     const int64_t compiled = q.i64(8);
     const double compile_s = static_cast<double>(q.i64(9)) / 1e9;
     // Steps from the limit on: uncompiled. Their time against the compiled steps' before it.
-    int64_t after = 0, before = 0;
-    std::vector<int64_t> after_ns, before_ns;
-    for (const Step& st : report.steps) {
-      if (st.index >= step) {
-        ++after;
-        after_ns.push_back(st.execute_ns());
-      } else {
-        ++before;
-        before_ns.push_back(st.execute_ns());
-      }
-    }
+    const auto [before_ns, after_ns] = execute_ns_split_at(report.steps, step);
+    const auto before = static_cast<int64_t>(before_ns.size()), after = static_cast<int64_t>(after_ns.size());
     const double eager_s = median_s(after_ns), compiled_step_s = median_s(before_ns);
     Finding f;
     f.kind = "recompilation.limit_reached";
@@ -583,35 +647,36 @@ Status limit_reached(const store::Reader& r, Report& report, StoreText& text) {
 
 // ---------------------------------------------------------------- recompilation.dynamic_marked
 
-// torch.compile's automatic_dynamic: after a size changed it recompiled the
-// frame with that dim symbolic. The static compilations before it were the price.
+// torch.compile's automatic_dynamic (and tc's own, TC_DYNAMIC): after a size
+// changed it recompiled the frame with that dim symbolic. The static
+// compilations before it were the price.
 Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
   if (!r.has(store::schema::compilation_inputs, "dynamic")) return Status::Ok();
+  const std::string framework = r.has(store::schema::compilations, "framework") ? "c.framework" : "'torch.compile'";
   auto q = r.query(
-      std::string("SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, "
-      "(SELECT count(*) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL AND o.") + kNotBackward + "), "
-      "(SELECT coalesce(sum(o.dur), 0) FROM compilations o WHERE o.shape_erased = c.shape_erased AND o.ts < c.ts AND o.failure IS NULL) "
-      "FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
+      "SELECT i.input, i.dim, i.old_value, i.new_value, c.graph_id, c.ts, c.dur, c.step, c.shape_erased, l.function, " +
+      frame_compilations_sql("AND o.ts < c.ts ") + ", " + framework +
+      " FROM compilation_inputs i JOIN compilations c ON c.graph_id = i.graph_id LEFT JOIN locations l ON l.id = c.loc_id "
       "WHERE i.dynamic = 1 ORDER BY c.ts, i.id");
   while (q.next()) {
     std::string input = text(q.text(0));
     const int64_t dim = q.i64(1), before = q.i64(10);
     const double dynamic_s = static_cast<double>(q.i64(6)) / 1e9, static_s = static_cast<double>(q.i64(11)) / 1e9;
-    std::string function = q.is_null(9) ? std::string("the frame") : text(q.text(9));
+    const bool tc = text(q.text(12)) == "tc";
+    std::string function = tc ? std::string("its graph") : q.is_null(9) ? std::string("the frame") : text(q.text(9));
     // Step times of the static graphs (steps before this compile) and of the dynamic one (after it), when both ran.
-    std::vector<int64_t> st, dy;
-    for (const Step& s : report.steps) (s.index < q.i64(7) ? st : dy).push_back(s.execute_ns());
+    const auto [st, dy] = execute_ns_split_at(report.steps, q.i64(7));
     Finding f;
     f.kind = "recompilation.dynamic_marked";
     f.identity = input + " dim " + std::to_string(dim);
     f.severity = Severity::kInfo;
-    f.title = "torch.compile made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
+    f.title = std::string(tc ? "tc" : "torch.compile") + " made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
               std::to_string(q.i64(2)) + " -> " + std::to_string(q.i64(3)) + "; the dynamic graph took " + format_seconds(dynamic_s) + " to compile";
     if (!st.empty() && !dy.empty()) {
       f.title += "; median step " + format_seconds(median_s(st)) + " static, " + format_seconds(median_s(dy)) + " dynamic";
     }
     f.suggestion = "If " + input + " dim " + std::to_string(dim) + " is meant to vary, mark it dynamic from the start "
-                   "(torch._dynamo.mark_dynamic(" + input + ", " + std::to_string(dim) + ")) and save the static compilation" +
+                   "(" + (tc ? "tc::mark_dynamic(" : "torch._dynamo.mark_dynamic(") + input + ", " + std::to_string(dim) + ")) and save the static compilation" +
                    (before == 1 ? "" : "s") + "; if it is not, pad it to one size (recompilation.shape_change says to which).";
     f.estimated_saving_s = static_s;
     Json j;

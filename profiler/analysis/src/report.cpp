@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 
 #include "findings.h"
@@ -17,12 +18,8 @@
 namespace tc::analysis {
 
 const char* severity_name(Severity s) {
-  switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-  }
-  return "info";
+  static constexpr const char* kNames[] = {"info", "warning", "error"};  // by Severity
+  return static_cast<size_t>(s) < std::size(kNames) ? kNames[static_cast<size_t>(s)] : "info";
 }
 
 namespace {

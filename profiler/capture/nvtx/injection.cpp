@@ -786,37 +786,24 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   }
   auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   if (cb == nullptr || cb->struct_size < sizeof(NvtxExportTableCallbacks) || cb->GetModuleFunctionTable == nullptr) return 0;
+  // Each hook is hook_NAME, in the slot NVTX_CBID_<module>_NAME.
+#define TC_NVTX_HOOK(module, name) {NVTX_CBID_##module##_##name, fp(hook_##name)}
   const std::pair<unsigned, NvtxFunctionPointer> core[] = {
-      {NVTX_CBID_CORE_MarkEx, fp(hook_MarkEx)},
-      {NVTX_CBID_CORE_MarkA, fp(hook_MarkA)},
-      {NVTX_CBID_CORE_MarkW, fp(hook_MarkW)},
-      {NVTX_CBID_CORE_RangeStartEx, fp(hook_RangeStartEx)},
-      {NVTX_CBID_CORE_RangeStartA, fp(hook_RangeStartA)},
-      {NVTX_CBID_CORE_RangeStartW, fp(hook_RangeStartW)},
-      {NVTX_CBID_CORE_RangeEnd, fp(hook_RangeEnd)},
-      {NVTX_CBID_CORE_RangePushEx, fp(hook_RangePushEx)},
-      {NVTX_CBID_CORE_RangePushA, fp(hook_RangePushA)},
-      {NVTX_CBID_CORE_RangePushW, fp(hook_RangePushW)},
-      {NVTX_CBID_CORE_RangePop, fp(hook_RangePop)},
-      {NVTX_CBID_CORE_NameCategoryA, fp(hook_NameCategoryA)},
-      {NVTX_CBID_CORE_NameCategoryW, fp(hook_NameCategoryW)},
-      {NVTX_CBID_CORE_NameOsThreadA, fp(hook_NameOsThreadA)},
-      {NVTX_CBID_CORE_NameOsThreadW, fp(hook_NameOsThreadW)},
+      TC_NVTX_HOOK(CORE, MarkEx), TC_NVTX_HOOK(CORE, MarkA), TC_NVTX_HOOK(CORE, MarkW),
+      TC_NVTX_HOOK(CORE, RangeStartEx), TC_NVTX_HOOK(CORE, RangeStartA), TC_NVTX_HOOK(CORE, RangeStartW), TC_NVTX_HOOK(CORE, RangeEnd),
+      TC_NVTX_HOOK(CORE, RangePushEx), TC_NVTX_HOOK(CORE, RangePushA), TC_NVTX_HOOK(CORE, RangePushW), TC_NVTX_HOOK(CORE, RangePop),
+      TC_NVTX_HOOK(CORE, NameCategoryA), TC_NVTX_HOOK(CORE, NameCategoryW),
+      TC_NVTX_HOOK(CORE, NameOsThreadA), TC_NVTX_HOOK(CORE, NameOsThreadW),
   };
   const std::pair<unsigned, NvtxFunctionPointer> core2[] = {
-      {NVTX_CBID_CORE2_DomainMarkEx, fp(hook_DomainMarkEx)},
-      {NVTX_CBID_CORE2_DomainRangeStartEx, fp(hook_DomainRangeStartEx)},
-      {NVTX_CBID_CORE2_DomainRangeEnd, fp(hook_DomainRangeEnd)},
-      {NVTX_CBID_CORE2_DomainRangePushEx, fp(hook_DomainRangePushEx)},
-      {NVTX_CBID_CORE2_DomainRangePop, fp(hook_DomainRangePop)},
-      {NVTX_CBID_CORE2_DomainNameCategoryA, fp(hook_DomainNameCategoryA)},
-      {NVTX_CBID_CORE2_DomainNameCategoryW, fp(hook_DomainNameCategoryW)},
-      {NVTX_CBID_CORE2_DomainRegisterStringA, fp(hook_DomainRegisterStringA)},
-      {NVTX_CBID_CORE2_DomainRegisterStringW, fp(hook_DomainRegisterStringW)},
-      {NVTX_CBID_CORE2_DomainCreateA, fp(hook_DomainCreateA)},
-      {NVTX_CBID_CORE2_DomainCreateW, fp(hook_DomainCreateW)},
-      {NVTX_CBID_CORE2_DomainDestroy, fp(hook_DomainDestroy)},
+      TC_NVTX_HOOK(CORE2, DomainMarkEx),
+      TC_NVTX_HOOK(CORE2, DomainRangeStartEx), TC_NVTX_HOOK(CORE2, DomainRangeEnd),
+      TC_NVTX_HOOK(CORE2, DomainRangePushEx), TC_NVTX_HOOK(CORE2, DomainRangePop),
+      TC_NVTX_HOOK(CORE2, DomainNameCategoryA), TC_NVTX_HOOK(CORE2, DomainNameCategoryW),
+      TC_NVTX_HOOK(CORE2, DomainRegisterStringA), TC_NVTX_HOOK(CORE2, DomainRegisterStringW),
+      TC_NVTX_HOOK(CORE2, DomainCreateA), TC_NVTX_HOOK(CORE2, DomainCreateW), TC_NVTX_HOOK(CORE2, DomainDestroy),
   };
+#undef TC_NVTX_HOOK
   install(cb, NVTX_CB_MODULE_CORE, core);
   install(cb, NVTX_CB_MODULE_CORE2, core2);
   return 1;

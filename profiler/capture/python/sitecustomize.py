@@ -234,6 +234,16 @@ def _identity(x):
     return x
 
 
+def _batch_items(name, value, key_type=object):
+    """[(name, value)] of a value, or of a batch one level down: a dict's items whose key is a key_type, as
+    batch['x'], a list's or tuple's as batch[0]. At most 64."""
+    if isinstance(value, dict):
+        return [("%s[%r]" % (name, k), v) for k, v in list(value.items())[:64] if isinstance(k, key_type)]
+    if isinstance(value, (list, tuple)):
+        return [("%s[%d]" % (name, i), v) for i, v in enumerate(value[:64])]
+    return [(name, value)]
+
+
 def _arg_shapes(names, args, kwargs):
     """((name, shape), ...) of a call's arguments that have a shape (arrays), by the function's parameter names; a
     dict, list or tuple argument (a batch) one level down, as batch['x'] or batch[0]. At most 64."""
@@ -245,15 +255,8 @@ def _arg_shapes(names, args, kwargs):
             out.append((name, shape))
 
     for i, v in enumerate(args):
-        name = names[i] if i < len(names) else "args[%d]" % i
-        if isinstance(v, dict):
-            for k, w in list(v.items())[:64]:
-                take("%s[%r]" % (name, k), w)
-        elif isinstance(v, (list, tuple)):
-            for j, w in enumerate(v[:64]):
-                take("%s[%d]" % (name, j), w)
-        else:
-            take(name, v)
+        for item in _batch_items(names[i] if i < len(names) else "args[%d]" % i, v):
+            take(*item)
     for k, v in kwargs.items():
         take(k, v)
     return tuple(out)
@@ -614,15 +617,8 @@ def _xla_graph_inputs(torch, frame, pending):
     except Exception:
         return found
     for name, value in names:
-        if isinstance(value, dict):
-            for k, v in list(value.items())[:64]:
-                if isinstance(k, str):
-                    take("%s[%r]" % (name, k), v)
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value[:64]):
-                take("%s[%d]" % (name, i), v)
-        else:
-            take(name, value)
+        for item in _batch_items(name, value, str):
+            take(*item)
     return found
 
 

@@ -22,10 +22,7 @@ namespace tc::import {
 
 namespace {
 
-using import_common::kMaxTs;
-using import_common::to_int;
-using import_common::bounded;
-using import_common::valid_ts;
+using namespace import_common;  // what the importers share
 
 // Jitted functions (and pending stages, misses) kept per process at most.
 constexpr size_t kMaxFuns = 1 << 14;

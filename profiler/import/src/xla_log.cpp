@@ -24,11 +24,7 @@ namespace tc::import {
 
 namespace {
 
-using import_common::kMaxTs;
-using import_common::to_int;
-using import_common::bounded;
-using import_common::valid_ts;
-using import_common::read_shape;
+using namespace import_common;  // what the importers share
 constexpr const char* kDebugFile = "pt_xla_debug.txt";
 // Compilations one record of the hook may count: more is no sync's.
 constexpr int64_t kMaxCompilesPerRecord = 64;

@@ -198,7 +198,7 @@ constexpr StoreColumn kStoreColumns[] = {
     {"compilations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (imported from its TORCH_TRACE log at the end of the run), 'torch_xla' (from the PyTorch/XLA log of tc's Python hook and PyTorch/XLA's debug output) or 'jax' (from the JAX log of tc's Python hook)", 4}, "tc"},
     {"compilations", {"frame", "TEXT", "torch.compile: its compile id 'frame/compile' (e.g. '0/3'); jax: the jitted function, 'jit(train_step)'; NULL for tc", 4}, {}, 0, true},
     {"compilations", {"failure", "TEXT", "why the compilation failed, e.g. 'Unsupported: Dynamo recompile limit exceeded' (the frame then runs uncompiled); NULL when it compiled", 4}, {}, 0, true},
-    {"compilation_inputs", {"dynamic", "INTEGER", "1 when the compiler made this dimension dynamic (symbolic) in this compilation (torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation", 4}, {}, 0},
+    {"compilation_inputs", {"dynamic", "INTEGER", "1 when the compiler made this dimension dynamic (symbolic) in this compilation (tc's TC_DYNAMIC, torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation", 4}, {}, 0},
     {"explicit_evaluations", {"framework", "TEXT", "the compiler: 'tc', 'torch.compile' (a graph break), 'torch_xla' or 'jax' (a value read back: float(), item(), printing)", 4}, "tc"},
     {"explicit_evaluations", {"reason", "TEXT", "what forced it, as the framework says (torch.compile's graph break reason; jax: the call, e.g. 'float()'); NULL for tc", 4}, {}, 0, true},
     {"explicit_evaluations", {"code", "TEXT", "torch.compile: the graph break's code in torch's graph-break registry, e.g. 'GB0170' (data-dependent branching); NULL when the log names none, and for other frameworks", 6}, {}, 0, true},
@@ -221,18 +221,34 @@ constexpr size_t store_column_count(std::string_view table) {
   return n;
 }
 
+// A record's last fields may be store columns too (compilation_inputs.dynamic:
+// tc's compiler records it, importers write it, rows written without it take
+// tc's value): such a field is the store column, declared once there.
+constexpr size_t own_fields(const trace::RecordDecl& r) {
+  size_t n = r.fields.size();
+  while (n > 0) {
+    bool store = false;
+    for (const StoreColumn& s : kStoreColumns) store = store || (s.table == r.table && s.column.name == r.fields[n - 1].name);
+    if (!store) break;
+    --n;
+  }
+  return n;
+}
+
 template <size_t K>
 constexpr auto record_columns() {
   constexpr const trace::RecordDecl& r = trace::kRecords[K];
   constexpr size_t lead = r.utid_doc.empty() ? 1 : 2;  // id, and utid unless the row is the run's
-  std::array<ColumnDecl, r.fields.size() + lead + store_column_count(r.table)> c{};
+  constexpr size_t own = own_fields(r);
+  static_assert(r.fields.size() - own <= store_column_count(r.table), "a record's shared fields are its table's first store columns");
+  std::array<ColumnDecl, own + lead + store_column_count(r.table)> c{};
   c[0] = {"id", "INTEGER", "row id"};
   if constexpr (lead == 2) c[1] = {"utid", "INTEGER", r.utid_doc};
-  for (size_t i = 0; i < r.fields.size(); ++i) {
+  for (size_t i = 0; i < own; ++i) {
     const trace::FieldDecl& f = r.fields[i];
     c[i + lead] = {f.name, column_type(f.type), f.doc, f.since};
   }
-  size_t at = r.fields.size() + lead;
+  size_t at = own + lead;
   for (const StoreColumn& s : kStoreColumns) {
     if (s.table == r.table) c[at++] = s.column;
   }

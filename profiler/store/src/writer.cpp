@@ -439,57 +439,40 @@ Writer::Row Writer::row(const TableDecl& table) { return Row(impl_.get(), &impl_
 // The first column is the INTEGER PRIMARY KEY: SQLite refuses anything but
 // an integer or NULL there, so that is checked while binding (a bulk row is
 // inserted later, when its error could no longer name the row).
-Writer::Row& Writer::Row::i64(int64_t value) {
+Writer::Table* Writer::Row::next(bool integer) {
   Table& t = *table_;
-  if (++bound_ > t.columns || !t.insert) return *this;
-  if (t.bulk) {
-    Value& v = t.slot(bound_);
-    v.type = Value::kInt;
-    v.i = value;
-  } else {
-    sqlite3_bind_int64(t.insert, bound_, value);
-  }
+  if (++bound_ > t.columns || !t.insert) return nullptr;
+  if (bound_ == 1 && !integer) t.bad_key = true;
+  return &t;
+}
+
+Writer::Row& Writer::Row::i64(int64_t value) {
+  if (Table* t = next(true); t && t->bulk) t->slot(bound_) = {.type = Value::kInt, .i = value};
+  else if (t) sqlite3_bind_int64(t->insert, bound_, value);
   return *this;
 }
 
 Writer::Row& Writer::Row::f64(double value) {
-  Table& t = *table_;
-  if (++bound_ > t.columns || !t.insert) return *this;
-  if (bound_ == 1) t.bad_key = true;
-  if (t.bulk) {
-    Value& v = t.slot(bound_);
-    v.type = Value::kReal;
-    v.d = value;
-  } else {
-    sqlite3_bind_double(t.insert, bound_, value);
-  }
+  if (Table* t = next(false); t && t->bulk) t->slot(bound_) = {.type = Value::kReal, .d = value};
+  else if (t) sqlite3_bind_double(t->insert, bound_, value);
   return *this;
 }
 
 Writer::Row& Writer::Row::text(std::string_view value) {
-  Table& t = *table_;
-  if (++bound_ > t.columns || !t.insert) return *this;
-  if (bound_ == 1) t.bad_key = true;
-  if (t.bulk) {
-    Value& v = t.slot(bound_);
-    v.type = Value::kText;
-    v.offset = static_cast<uint32_t>(t.arena.size());
-    v.size = static_cast<uint32_t>(value.size());
-    t.arena.append(value);
-  } else {
-    sqlite3_bind_text64(t.insert, bound_, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  Table* t = next(false);
+  if (t && t->bulk) {
+    t->slot(bound_) = {.type = Value::kText, .offset = static_cast<uint32_t>(t->arena.size()), .size = static_cast<uint32_t>(value.size())};
+    t->arena.append(value);
+  } else if (t) {
+    sqlite3_bind_text64(t->insert, bound_, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   }
   return *this;
 }
 
+// NULL is no integer, but SQLite takes it for the key (it picks the next id).
 Writer::Row& Writer::Row::null() {
-  Table& t = *table_;
-  if (++bound_ > t.columns || !t.insert) return *this;
-  if (t.bulk) {
-    t.slot(bound_).type = Value::kNull;
-  } else {
-    sqlite3_bind_null(t.insert, bound_);
-  }
+  if (Table* t = next(true); t && t->bulk) t->slot(bound_) = {};
+  else if (t) sqlite3_bind_null(t->insert, bound_);
   return *this;
 }
 

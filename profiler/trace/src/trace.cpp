@@ -336,14 +336,7 @@ inline void write_slot(SlotKind kind, uint32_t loc, int64_t value, int64_t arg, 
     count_drop(p, 1, why);
     return;
   }
-  Slot& s = p->slots[p->write & p->mask];
-  s.ts = ts;
-  s.loc = loc;
-  s.kind = static_cast<uint16_t>(kind);
-  s.extra = 0;
-  s.value = value;
-  s.arg = arg;
-  p->hdr->write.store(++p->write, std::memory_order_release);
+  publish_slot(p, kind, loc, value, arg, ts);
 }
 
 // A header slot and its payload, published together.

@@ -390,25 +390,45 @@ class CppEmitter {
   static std::string literal_d(double v) { return c_render::literal_d(kCpp, v); }
   static void declare(std::ostream& os, const Program& p, const Kernel& k) { c_render::declare(kCpp, os, p, k); }
 
+  // An extent as the code reads it: v, its value where the program was
+  // planned (the emitter's choices follow it), and for a dynamic program's
+  // symbolic one the expression of tc_s that the code computes.
+  struct X {
+    int64_t v = 1;
+    std::string sym;
+    std::string str() const { return sym.empty() ? std::to_string(v) + "LL" : sym; }
+    X operator*(const X& o) const { return sym.empty() && o.sym.empty() ? X{v * o.v, ""} : X{v * o.v, "(" + str() + " * " + o.str() + ")"}; }
+  };
+  static X ext(const std::shared_ptr<const KernelSyms>& sym, const SymInt KernelSyms::*f, int64_t v) {
+    return sym && ((*sym).*f).symbolic() ? X{v, c_render::size((*sym).*f)} : X{v, ""};
+  }
+  static X at(const std::shared_ptr<const KernelSyms>& sym, const std::vector<SymInt> KernelSyms::*f, std::size_t d, int64_t v) {
+    return sym && ((*sym).*f)[d].symbolic() ? X{v, c_render::size(((*sym).*f)[d])} : X{v, ""};
+  }
+  static X loop_x(const Kernel& k, std::size_t d) { return at(k.sym, &KernelSyms::loop, d, k.loop[d]); }
+  // A dim with a loop: extent other than 1 (a symbolic one never is 1 where it runs).
+  static bool live(const Kernel& k, std::size_t d) { return k.loop[d] != 1 || !loop_x(k, d).sym.empty(); }
+
   // Opens a loop on the pool over the product of `dims` (name, extent),
   // outermost first: each iteration f_ gives every name its index. The
   // kernel's pointers are declared again inside (with __restrict: captured
   // ones lose it). The caller emits one statement, then kCloseParallel.
   static void open_parallel(std::ostream& os, const Program& p, const Kernel& k,
-                            const std::vector<std::pair<std::string, int64_t>>& dims, int64_t grain, int cpt) {
-    int64_t n = 1;
-    for (const auto& d : dims) n *= d.second;
-    os << "  tc_par(" << n << "LL, " << std::max<int64_t>(1, grain) << "LL, " << cpt << ", [&](int64_t lo_, int64_t hi_) {\n";
+                            const std::vector<std::pair<std::string, X>>& dims, int64_t grain, int cpt) {
+    X n;
+    for (const auto& d : dims) n = n * d.second;
+    os << "  tc_par(" << n.str() << ", " << std::max<int64_t>(1, grain) << "LL, " << cpt << ", [&](int64_t lo_, int64_t hi_) {\n";
     declare(os, p, k);
     os << "  for (int64_t f_ = lo_; f_ < hi_; ++f_) {\n";
-    int64_t stride = 1;
+    X stride;
     for (std::size_t i = dims.size(); i-- > 0;) {
+      bool one = stride.sym.empty() && stride.v == 1;
       os << "    const int64_t " << dims[i].first << " = ";
-      if (i == 0) os << (stride == 1 ? "f_" : "f_ / " + std::to_string(stride) + "LL");
-      else if (stride == 1) os << "f_ % " << dims[i].second << "LL";
-      else os << "(f_ / " << stride << "LL) % " << dims[i].second << "LL";
+      if (i == 0) os << (one ? "f_" : "f_ / " + stride.str());
+      else if (one) os << "f_ % " << dims[i].second.str();
+      else os << "(f_ / " << stride.str() << ") % " << dims[i].second.str();
       os << ";\n";
-      stride *= dims[i].second;
+      stride = stride * dims[i].second;
     }
   }
   static constexpr const char* kCloseParallel = "  }\n  });\n";
@@ -423,21 +443,21 @@ class CppEmitter {
                            int64_t work, bool parallel, bool keep_inner_serial) {
     std::vector<std::size_t> live;
     for (std::size_t d : dims)
-      if (k.loop[d] != 1) live.push_back(d);
+      if (CppEmitter::live(k, d)) live.push_back(d);
     std::size_t first_serial = 0;
     std::string close;
     if (parallel && !live.empty() && work >= 32768) {
       std::size_t collapse = live.size() > 1 && keep_inner_serial ? live.size() - 1 : live.size();
-      std::vector<std::pair<std::string, int64_t>> pd;
+      std::vector<std::pair<std::string, X>> pd;
       int64_t n = 1;
-      for (std::size_t i = 0; i < collapse; ++i) pd.push_back({"i" + std::to_string(live[i]), k.loop[live[i]]}), n *= k.loop[live[i]];
+      for (std::size_t i = 0; i < collapse; ++i) pd.push_back({"i" + std::to_string(live[i]), loop_x(k, live[i])}), n *= k.loop[live[i]];
       open_parallel(os, p, k, pd, grain_for(work, n), 4);
       first_serial = collapse;
       close = kCloseParallel;
     }
     for (std::size_t i = first_serial; i < live.size(); ++i) {
       std::size_t d = live[i];
-      os << "  for (int64_t i" << d << " = 0; i" << d << " < " << k.loop[d] << "LL; ++i" << d << ")\n";
+      os << "  for (int64_t i" << d << " = 0; i" << d << " < " << loop_x(k, d).str() << "; ++i" << d << ")\n";
     }
     return close;
   }
@@ -449,26 +469,29 @@ class CppEmitter {
   static void column_reduce(std::ostream& os, const Program& p, const Kernel& k, const std::string& out, std::size_t c,
                             const std::vector<std::size_t>& live_red, int64_t work) {
     int64_t n = k.loop[c];
+    const std::string ns = loop_x(k, c).str();
+    const bool fixed = loop_x(k, c).sym.empty();
     int64_t block = work >= 32768 && n >= 128 ? 64 : 256;
     std::string iv = "i" + std::to_string(c), init = k.is_max ? "-__builtin_inf()" : "0.0";
     bool par = work >= 32768 && n > block;
     if (par) {
       int64_t blocks = (n + block - 1) / block;
-      os << "  tc_par(" << blocks << "LL, 1LL, 4, [&](int64_t lo_, int64_t hi_) {\n";
+      if (fixed) os << "  tc_par(" << blocks << "LL, 1LL, 4, [&](int64_t lo_, int64_t hi_) {\n";
+      else os << "  tc_par((" << ns << " + " << block - 1 << "LL) / " << block << "LL, 1LL, 4, [&](int64_t lo_, int64_t hi_) {\n";
       declare(os, p, k);
       os << "  for (int64_t cb_ = lo_; cb_ < hi_; ++cb_) {\n    const int64_t c0 = cb_ * " << block << "LL;\n";
     } else {
-      os << "  for (int64_t c0 = 0; c0 < " << n << "LL; c0 += " << block << ") {\n";
+      os << "  for (int64_t c0 = 0; c0 < " << ns << "; c0 += " << block << ") {\n";
     }
     // Where the blocks divide the columns the block's width is a
     // constant: -O2's very cheap vectorizer cost model takes only loops
     // of known length (with a run-time `cn` the bias gradients of the
     // Transformer step stayed scalar, about 1 ns an element).
     os << "    double accs[" << block << "];\n";
-    if (n % block == 0)
+    if (fixed && n % block == 0)
       os << "    constexpr int64_t cn = " << block << ";\n";
     else
-      os << "    const int64_t cn = " << n << "LL - c0 < " << block << " ? " << n << "LL - c0 : " << block << ";\n";
+      os << "    const int64_t cn = " << ns << " - c0 < " << block << " ? " << ns << " - c0 : " << block << ";\n";
     os << "    for (int64_t c = 0; c < cn; ++c) accs[c] = " << init << ";\n";
     loops(os, p, k, live_red, 0, false, false);
     os << "    for (int64_t c = 0; c < cn; ++c) { const int64_t " << iv << " = c0 + c; double v = (double)"
@@ -487,9 +510,9 @@ class CppEmitter {
     for (std::size_t d : all) (k.reduced[d] ? red : kept).push_back(d);
     std::vector<std::size_t> live_kept, live_red;
     for (std::size_t d : kept)
-      if (k.loop[d] != 1) live_kept.push_back(d);
+      if (live(k, d)) live_kept.push_back(d);
     for (std::size_t d : red)
-      if (k.loop[d] != 1) live_red.push_back(d);
+      if (live(k, d)) live_red.push_back(d);
     if (live_kept.size() == 1 && !live_red.empty() && live_red.back() < live_kept[0]) {
       column_reduce(os, p, k, out, live_kept[0], live_red, work);
       return;
@@ -512,67 +535,77 @@ class CppEmitter {
       if (!k.accumulate) os << "  std::memset(" << out << ", 0, " << numel_bytes(p, k.out_buf) << ");\n";
       return;
     }
+    const X M = ext(k.sym, &KernelSyms::M, k.M), N = ext(k.sym, &KernelSyms::N, k.N), K = ext(k.sym, &KernelSyms::K, k.K);
     std::string oa = "0", ob = "0", oc = "0";
-    int64_t cs = mn;
+    X cs = M * N;
     for (std::size_t d = k.batch.size(); d-- > 0;) {
-      if (k.batch[d] == 1) continue;
+      const X bd = at(k.sym, &KernelSyms::batch, d, k.batch[d]);
+      if (k.batch[d] == 1 && bd.sym.empty()) continue;
       std::string v = "j" + std::to_string(d);
-      oa += " + " + v + " * " + std::to_string(k.a_stride[d]) + "LL";
-      ob += " + " + v + " * " + std::to_string(k.b_stride[d]) + "LL";
-      oc += " + " + v + " * " + std::to_string(cs) + "LL";
-      cs *= k.batch[d];
+      oa += " + " + v + " * " + at(k.sym, &KernelSyms::a_stride, d, k.a_stride[d]).str();
+      ob += " + " + v + " * " + at(k.sym, &KernelSyms::b_stride, d, k.b_stride[d]).str();
+      oc += " + " + v + " * " + cs.str();
+      cs = cs * bd;
     }
     // tc_gemm runs on one thread: the pool splits the work, over the
     // batch of products when there is one, else over the larger of M and
     // N, in blocks of 16 rows or 32 columns (whole tiles of gemm.h's
     // kernels: 8 or 6 rows, 32 or 16 columns).
-    os << "  const float alpha = (float)(" << literal_d(k.alpha_scale);
+    os << "  const float alpha = (float)("
+       << (k.sym && k.sym->alpha.kind != SymReal::constant ? c_render::real(kCpp, k.sym->alpha) : literal_d(k.alpha_scale));
     if (k.alpha_buf >= 0) os << " * (double)p" << k.alpha_buf << "[0]";
     os << ");\n";
     int64_t nb = 1;
     std::size_t batch_loops = 0;
-    for (int64_t b : k.batch) nb *= b, batch_loops += b != 1;
+    for (std::size_t d = 0; d < k.batch.size(); ++d) nb *= k.batch[d], batch_loops += k.batch[d] != 1 || !at(k.sym, &KernelSyms::batch, d, 1).sym.empty();
     bool parallel = 2.0 * static_cast<double>(mn) * static_cast<double>(k.K) * static_cast<double>(nb) >= kParallelGemmFlops;
     auto call = [&](const std::string& m, const std::string& n, const std::string& a, const std::string& b, const std::string& c) {
       os << "    tc_gemm(" << (k.ta ? 1 : 0) << ", " << (k.tb ? 1 : 0) << ", " << m << ", " << n << ", "
-         << k.K << ", alpha, p" << k.a_buf << " + (" << a << "), " << (k.ta ? k.M : k.K) << ", p" << k.b_buf << " + (" << b
-         << "), " << (k.tb ? k.K : k.N) << ", " << (k.accumulate ? "1.0f" : "0.0f") << ", " << out << " + (" << c << "), "
-         << k.N << ");\n";
+         << (K.sym.empty() ? std::to_string(k.K) : K.sym) << ", alpha, p" << k.a_buf << " + (" << a << "), " << plain(k.ta ? M : K)
+         << ", p" << k.b_buf << " + (" << b << "), " << plain(k.tb ? K : N) << ", " << (k.accumulate ? "1.0f" : "0.0f") << ", " << out
+         << " + (" << c << "), " << plain(N) << ");\n";
     };
-    if (nb > 1 || !parallel) {
+    if (nb > 1 || batch_loops > 0 || !parallel) {
       if (parallel && batch_loops > 0) {
-        std::vector<std::pair<std::string, int64_t>> bd;
+        std::vector<std::pair<std::string, X>> bd;
         for (std::size_t d = 0; d < k.batch.size(); ++d)
-          if (k.batch[d] != 1) bd.push_back({"j" + std::to_string(d), k.batch[d]});
+          if (k.batch[d] != 1 || !at(k.sym, &KernelSyms::batch, d, 1).sym.empty())
+            bd.push_back({"j" + std::to_string(d), at(k.sym, &KernelSyms::batch, d, k.batch[d])});
         open_parallel(os, p, k, bd, 1, 4);
-        call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
+        call(plain(M), plain(N), oa, ob, oc);
         os << kCloseParallel;
         return;
       }
       for (std::size_t d = 0; d < k.batch.size(); ++d)
-        if (k.batch[d] != 1) os << "  for (int64_t j" << d << " = 0; j" << d << " < " << k.batch[d] << "LL; ++j" << d << ")\n";
-      call(std::to_string(k.M), std::to_string(k.N), oa, ob, oc);
+        if (k.batch[d] != 1 || !at(k.sym, &KernelSyms::batch, d, 1).sym.empty())
+          os << "  for (int64_t j" << d << " = 0; j" << d << " < " << at(k.sym, &KernelSyms::batch, d, k.batch[d]).str() << "; ++j" << d << ")\n";
+      call(plain(M), plain(N), oa, ob, oc);
       return;
     }
     bool split_n = k.N >= k.M;
-    int64_t extent = split_n ? k.N : k.M;
+    const X extent = split_n ? N : M;
     // About two pieces per thread.
-    const int64_t unit = split_n ? 32 : 16, blocks = (extent + unit - 1) / unit;
-    os << "  tc_par(" << blocks << "LL, 1LL, 2, [&](int64_t lo_, int64_t hi_) {\n";
+    const int64_t unit = split_n ? 32 : 16;
+    const std::string blocks = extent.sym.empty() ? std::to_string((extent.v + unit - 1) / unit) + "LL"
+                                                  : "(" + extent.sym + " + " + std::to_string(unit - 1) + "LL) / " + std::to_string(unit) + "LL";
+    os << "  tc_par(" << blocks << ", 1LL, 2, [&](int64_t lo_, int64_t hi_) {\n";
     declare(os, p, k);
-    os << "    const int64_t s0 = lo_ * " << unit << ", s1 = hi_ * " << unit << " < " << extent << "LL ? hi_ * " << unit
-       << " : " << extent << "LL;\n"
+    os << "    const int64_t s0 = lo_ * " << unit << ", s1 = hi_ * " << unit << " < " << extent.str() << " ? hi_ * " << unit
+       << " : " << extent.str() << ";\n"
        << "    if (s0 < s1)\n  ";
     if (split_n)
-      call(std::to_string(k.M), "s1 - s0", "0", k.tb ? "s0 * " + std::to_string(k.K) + "LL" : "s0", "s0");
+      call(plain(M), "s1 - s0", "0", k.tb ? "s0 * " + K.str() : "s0", "s0");
     else
-      call("s1 - s0", std::to_string(k.N), k.ta ? "s0" : "s0 * " + std::to_string(k.K) + "LL", "0",
-           "s0 * " + std::to_string(k.N) + "LL");
+      call("s1 - s0", plain(N), k.ta ? "s0" : "s0 * " + K.str(), "0", "s0 * " + N.str());
     os << "  });\n";
   }
 
+  // An extent where the static text has a bare number (tc_gemm's sizes).
+  static std::string plain(const X& x) { return x.sym.empty() ? std::to_string(x.v) : x.sym; }
+
   static void kernel(std::ostream& os, const Program& p, const Kernel& k, int index) {
-    os << "// " << k.label << "\nTC_KERNEL void k" << index << "(void* const* b, int* err) {\n  (void)err;\n";
+    os << "// " << k.label << "\nTC_KERNEL void k" << index << "(void* const* b, int* err) {\n  (void)err;\n"
+       << c_render::sizes_prologue(p);
     declare(os, p, k);
     std::string out = "p" + std::to_string(k.out_buf);
     std::vector<std::size_t> all;
@@ -604,13 +637,13 @@ class CppEmitter {
       case Kernel::Attention: {
         auto buf = [&](int b) { return b < 0 ? std::string("nullptr") : "p" + std::to_string(b); };
         os << "  tc_attention(" << buf(k.a_buf) << ", " << buf(k.b_buf) << ", " << out << ", " << buf(k.o_buf) << ", "
-           << buf(k.do_buf) << ", " << k.loop[0] << "LL, " << k.loop[1] << "LL, " << k.loop[2] << "LL, " << k.loop[3]
-           << "LL, (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
+           << buf(k.do_buf) << ", " << loop_x(k, 0).str() << ", " << loop_x(k, 1).str() << ", " << loop_x(k, 2).str() << ", "
+           << loop_x(k, 3).str() << ", (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
         break;
       }
       case Kernel::LayerNorm:
-        os << "  tc_layer_norm(p" << k.a_buf << ", p" << k.b_buf << ", p" << k.do_buf << ", " << out << ", " << k.loop[0] << "LL, "
-           << k.loop[1] << "LL, (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
+        os << "  tc_layer_norm(p" << k.a_buf << ", p" << k.b_buf << ", p" << k.do_buf << ", " << out << ", " << loop_x(k, 0).str() << ", "
+           << loop_x(k, 1).str() << ", (float)" << literal_d(k.alpha_scale) << ", " << (k.backward ? "true" : "false") << ");\n";
         break;
       case Kernel::ScatterAdd:
         os << "  std::memset(" << out << ", 0, " << numel_bytes(p, k.out_buf) << ");\n";
@@ -625,6 +658,8 @@ class CppEmitter {
   }
 
   static std::string numel_bytes(const Program& p, int b) {
+    if (p.sym && p.sym->bytes[static_cast<std::size_t>(b)].symbolic())
+      return "(size_t)" + c_render::size(p.sym->bytes[static_cast<std::size_t>(b)]);
     return std::to_string(p.bufs[static_cast<std::size_t>(b)].bytes) + "u";
   }
 };

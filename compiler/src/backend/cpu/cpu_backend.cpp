@@ -108,6 +108,7 @@ class CpuBackend final : public HostMemoryBackend {
     return nullptr;
   }
   void synchronize() override {}  // run() returns when the host is done
+  bool symbolic_sizes() const override { return true; }
   Ceilings ceilings() override {
     Measured m = measure_ceilings();
     return {m.gflops, m.gbps, m.cached, m.isa, m.kernel, m.threads};

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "pool.h"
@@ -27,19 +28,25 @@ namespace {
 // (`#pragma GCC target`) and runs only after the CPU said it has it. The
 // copies live in anonymous namespaces, so no inline function compiled for
 // AVX-512 can stand in for another translation unit's copy at link time.
+//
+// The kernel's vector operations on V are the same intrinsics in each set
+// but for their prefix (P: _mm512, _mm256); only the masked ones differ.
+#define TC_GEMM_VECTOR_OPS(P)                                     \
+  inline V vzero() { return P##_setzero_ps(); }                  \
+  inline V vset1(float x) { return P##_set1_ps(x); }             \
+  inline V vload(const float* p) { return P##_load_ps(p); }      \
+  inline V vloadu(const float* p) { return P##_loadu_ps(p); }    \
+  inline void vstoreu(float* p, V v) { P##_storeu_ps(p, v); }    \
+  inline V vfma(V a, V b, V c) { return P##_fmadd_ps(a, b, c); } \
+  inline V vmul(V a, V b) { return P##_mul_ps(a, b); }
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
 namespace avx512 {
 using V = __m512;
 constexpr int kLanes = 16;
 constexpr int kMR = 8;  // 16 accumulators; 12 rows measured no faster, and 8 keeps A's rows within L1's ways
-inline V vzero() { return _mm512_setzero_ps(); }
-inline V vset1(float x) { return _mm512_set1_ps(x); }
-inline V vload(const float* p) { return _mm512_load_ps(p); }
-inline V vloadu(const float* p) { return _mm512_loadu_ps(p); }
-inline void vstoreu(float* p, V v) { _mm512_storeu_ps(p, v); }
-inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+TC_GEMM_VECTOR_OPS(_mm512)
 inline __mmask16 first_lanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
 inline V vload_n(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n), p); }
 inline void vstore_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, first_lanes(n), v); }
@@ -53,19 +60,14 @@ namespace avx2 {
 using V = __m256;
 constexpr int kLanes = 8;
 constexpr int kMR = 6;  // 12 accumulators + 2 of B + 1 broadcast: 15 of the 16 registers
-inline V vzero() { return _mm256_setzero_ps(); }
-inline V vset1(float x) { return _mm256_set1_ps(x); }
-inline V vload(const float* p) { return _mm256_load_ps(p); }
-inline V vloadu(const float* p) { return _mm256_loadu_ps(p); }
-inline void vstoreu(float* p, V v) { _mm256_storeu_ps(p, v); }
-inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+TC_GEMM_VECTOR_OPS(_mm256)
 inline __m256i first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
 inline V vload_n(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
 inline void vstore_n(float* p, V v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
 #include "gemm_kernel.inc"
 }  // namespace avx2
 #pragma GCC pop_options
+#undef TC_GEMM_VECTOR_OPS
 #endif
 
 // Each thread's packing buffer, grown as needed (at most 2 MiB).
@@ -162,12 +164,8 @@ GemmKernel choose() {
 }  // namespace
 
 const char* gemm_kernel_name(GemmKernel k) {
-  switch (k) {
-    case GemmKernel::blas: return "blas";
-    case GemmKernel::avx2: return "avx2";
-    case GemmKernel::avx512: return "avx512";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"blas", "avx2", "avx512"};  // by GemmKernel
+  return static_cast<size_t>(k) < std::size(kNames) ? kNames[static_cast<size_t>(k)] : "?";
 }
 
 bool gemm_kernel_available(GemmKernel k) {

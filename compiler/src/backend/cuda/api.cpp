@@ -39,7 +39,34 @@ struct Loaded {
   T table{};
   bool ok = false;
   std::string why;
+
+  // The table, or null with *why (when asked) saying why it is not there.
+  const T* get(std::string* why_not) const {
+    if (!ok && why_not) *why_not = why;
+    return ok ? &table : nullptr;
+  }
 };
+
+// The first library of `names` that loads, its table filled by fill(handle, table, missing) (a sym() per entry):
+// ok when every symbol was found. Else why: not_loaded + " (the loader's errors)", or lacks + the first symbol
+// missing + hint.
+template <class T, class Fill>
+Loaded<T> load(std::initializer_list<const char*> names, const char* not_loaded, const char* lacks, const char* hint, Fill fill) {
+  Loaded<T> l;
+  void* h = open_first(names, &l.why);
+  if (!h) {
+    l.why = not_loaded + (" (" + l.why + ")");
+    return l;
+  }
+  std::string m;
+  fill(h, l.table, m);
+  if (!m.empty()) l.why = lacks + m + hint;
+  l.ok = m.empty();
+  return l;
+}
+
+// A table's entry (api.h's lists) looked up by its name and suffix.
+#define TC_CUDA_SYM(name, ret, params, suffix) sym(h, t.name, {#name #suffix}, &m);
 
 }  // namespace
 
@@ -60,96 +87,27 @@ const Cupti* cupti_if_loaded() {
 }
 
 const Driver* driver(std::string* why) {
-  static Loaded<Driver> d = [] {
-    Loaded<Driver> l;
-    void* h = open_first({"libcuda.so.1"}, &l.why);
-    if (!h) {
-      l.why = "no CUDA driver: libcuda.so.1 does not load (" + l.why + ")";
-      return l;
-    }
-    std::string m;
-    Driver& t = l.table;
-    sym(h, t.cuInit, {"cuInit"}, &m);
-    sym(h, t.cuDeviceGetCount, {"cuDeviceGetCount"}, &m);
-    sym(h, t.cuDeviceGet, {"cuDeviceGet"}, &m);
-    sym(h, t.cuDeviceGetAttribute, {"cuDeviceGetAttribute"}, &m);
-    sym(h, t.cuDeviceGetName, {"cuDeviceGetName"}, &m);
-    sym(h, t.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}, &m);
-    sym(h, t.cuCtxSetCurrent, {"cuCtxSetCurrent"}, &m);
-    sym(h, t.cuCtxSynchronize, {"cuCtxSynchronize"}, &m);
-    sym(h, t.cuModuleLoadData, {"cuModuleLoadData"}, &m);
-    sym(h, t.cuModuleGetFunction, {"cuModuleGetFunction"}, &m);
-    sym(h, t.cuLaunchKernel, {"cuLaunchKernel"}, &m);
-    sym(h, t.cuMemAlloc, {"cuMemAlloc_v2"}, &m);
-    sym(h, t.cuMemFree, {"cuMemFree_v2"}, &m);
-    sym(h, t.cuMemGetInfo, {"cuMemGetInfo_v2"}, &m);
-    sym(h, t.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}, &m);
-    sym(h, t.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}, &m);
-    sym(h, t.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"}, &m);
-    sym(h, t.cuMemsetD8Async, {"cuMemsetD8Async"}, &m);
-    sym(h, t.cuStreamCreate, {"cuStreamCreate"}, &m);
-    sym(h, t.cuStreamSynchronize, {"cuStreamSynchronize"}, &m);
-    sym(h, t.cuEventCreate, {"cuEventCreate"}, &m);
-    sym(h, t.cuEventRecord, {"cuEventRecord"}, &m);
-    sym(h, t.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &m);
-    sym(h, t.cuGetErrorString, {"cuGetErrorString"}, &m);
-    if (!m.empty()) l.why = "the CUDA driver libcuda.so.1 has no " + m + " (too old a driver?)";
-    l.ok = m.empty();
-    return l;
-  }();
-  if (!d.ok && why) *why = d.why;
-  return d.ok ? &d.table : nullptr;
+  static const Loaded<Driver> d = load<Driver>(
+      {"libcuda.so.1"}, "no CUDA driver: libcuda.so.1 does not load", "the CUDA driver libcuda.so.1 has no ", " (too old a driver?)",
+      [](void* h, Driver& t, std::string& m) {
+        TC_CUDA_DRIVER_FUNCTIONS(TC_CUDA_SYM)
+        sym(h, t.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &m);
+      });
+  return d.get(why);
 }
 
 const Nvrtc* nvrtc(std::string* why) {
-  static Loaded<Nvrtc> d = [] {
-    Loaded<Nvrtc> l;
-    void* h = open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"}, &l.why);
-    if (!h) {
-      l.why = "no NVRTC (" + l.why + ")";
-      return l;
-    }
-    std::string m;
-    Nvrtc& t = l.table;
-    sym(h, t.nvrtcVersion, {"nvrtcVersion"}, &m);
-    sym(h, t.nvrtcCreateProgram, {"nvrtcCreateProgram"}, &m);
-    sym(h, t.nvrtcCompileProgram, {"nvrtcCompileProgram"}, &m);
-    sym(h, t.nvrtcGetProgramLogSize, {"nvrtcGetProgramLogSize"}, &m);
-    sym(h, t.nvrtcGetProgramLog, {"nvrtcGetProgramLog"}, &m);
-    sym(h, t.nvrtcGetCUBINSize, {"nvrtcGetCUBINSize"}, &m);
-    sym(h, t.nvrtcGetCUBIN, {"nvrtcGetCUBIN"}, &m);
-    sym(h, t.nvrtcGetPTXSize, {"nvrtcGetPTXSize"}, &m);
-    sym(h, t.nvrtcGetPTX, {"nvrtcGetPTX"}, &m);
-    sym(h, t.nvrtcDestroyProgram, {"nvrtcDestroyProgram"}, &m);
-    sym(h, t.nvrtcGetErrorString, {"nvrtcGetErrorString"}, &m);
-    if (!m.empty()) l.why = "NVRTC has no " + m;
-    l.ok = m.empty();
-    return l;
-  }();
-  if (!d.ok && why) *why = d.why;
-  return d.ok ? &d.table : nullptr;
+  static const Loaded<Nvrtc> d = load<Nvrtc>(
+      {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"}, "no NVRTC", "NVRTC has no ", "",
+      [](void* h, Nvrtc& t, std::string& m) { TC_CUDA_NVRTC_FUNCTIONS(TC_CUDA_SYM) });
+  return d.get(why);
 }
 
 const Cublas* cublas(std::string* why) {
-  static Loaded<Cublas> d = [] {
-    Loaded<Cublas> l;
-    void* h = open_first({"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}, &l.why);
-    if (!h) {
-      l.why = "no cuBLAS (" + l.why + ")";
-      return l;
-    }
-    std::string m;
-    Cublas& t = l.table;
-    sym(h, t.cublasCreate, {"cublasCreate_v2"}, &m);
-    sym(h, t.cublasSetStream, {"cublasSetStream_v2"}, &m);
-    sym(h, t.cublasSetPointerMode, {"cublasSetPointerMode_v2"}, &m);
-    sym(h, t.cublasSgemmStridedBatched, {"cublasSgemmStridedBatched"}, &m);
-    if (!m.empty()) l.why = "cuBLAS has no " + m;
-    l.ok = m.empty();
-    return l;
-  }();
-  if (!d.ok && why) *why = d.why;
-  return d.ok ? &d.table : nullptr;
+  static const Loaded<Cublas> d = load<Cublas>(
+      {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}, "no cuBLAS", "cuBLAS has no ", "",
+      [](void* h, Cublas& t, std::string& m) { TC_CUDA_CUBLAS_FUNCTIONS(TC_CUDA_SYM) });
+  return d.get(why);
 }
 
 std::string driver_error(const char* call, CUresult r) {

@@ -27,61 +27,73 @@ constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 
+// Each table is one list, F(name, return type, (parameters), suffix): its
+// fields, the symbols api.cpp looks them up by (name + suffix: the versioned
+// one, cuMemAlloc_v2) and what api_check.cpp checks against the toolkit.
+#define TC_CUDA_FIELD(name, ret, params, suffix) ret(*name) params;
+
+#define TC_CUDA_DRIVER_FUNCTIONS(F)                                                                            \
+  F(cuInit, CUresult, (unsigned), )                                                                            \
+  F(cuDeviceGetCount, CUresult, (int*), )                                                                      \
+  F(cuDeviceGet, CUresult, (CUdevice*, int), )                                                                 \
+  F(cuDeviceGetAttribute, CUresult, (int*, int, CUdevice), )                                                   \
+  F(cuDeviceGetName, CUresult, (char*, int, CUdevice), )                                                       \
+  F(cuDevicePrimaryCtxRetain, CUresult, (CUcontext*, CUdevice), )                                              \
+  F(cuCtxSetCurrent, CUresult, (CUcontext), )                                                                  \
+  F(cuCtxSynchronize, CUresult, (), )                                                                          \
+  F(cuModuleLoadData, CUresult, (CUmodule*, const void*), )                                                    \
+  F(cuModuleGetFunction, CUresult, (CUfunction*, CUmodule, const char*), )                                     \
+  F(cuLaunchKernel, CUresult,                                                                                  \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**), ) \
+  F(cuMemAlloc, CUresult, (CUdeviceptr*, std::size_t), _v2)                                                    \
+  F(cuMemFree, CUresult, (CUdeviceptr), _v2)                                                                   \
+  F(cuMemGetInfo, CUresult, (std::size_t*, std::size_t*), _v2)                                                 \
+  F(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void*, std::size_t), _v2)                                      \
+  F(cuMemcpyDtoH, CUresult, (void*, CUdeviceptr, std::size_t), _v2)                                            \
+  F(cuMemcpyHtoDAsync, CUresult, (CUdeviceptr, const void*, std::size_t, CUstream), _v2)                       \
+  F(cuMemsetD8Async, CUresult, (CUdeviceptr, unsigned char, std::size_t, CUstream), )                          \
+  F(cuStreamCreate, CUresult, (CUstream*, unsigned), )                                                         \
+  F(cuStreamSynchronize, CUresult, (CUstream), )                                                               \
+  F(cuEventCreate, CUresult, (CUevent*, unsigned), )                                                           \
+  F(cuEventRecord, CUresult, (CUevent, CUstream), )                                                            \
+  F(cuGetErrorString, CUresult, (CUresult, const char**), )
+
 struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int*);
-  CUresult (*cuDeviceGet)(CUdevice*, int);
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
-  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void**, void**);
-  CUresult (*cuMemAlloc)(CUdeviceptr*, std::size_t);        // cuMemAlloc_v2
-  CUresult (*cuMemFree)(CUdeviceptr);                        // cuMemFree_v2
-  CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);      // cuMemGetInfo_v2
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, std::size_t);  // cuMemcpyHtoD_v2
-  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, std::size_t);        // cuMemcpyDtoH_v2
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);  // cuMemcpyHtoDAsync_v2
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, std::size_t, CUstream);
-  CUresult (*cuStreamCreate)(CUstream*, unsigned);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuEventCreate)(CUevent*, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
+  TC_CUDA_DRIVER_FUNCTIONS(TC_CUDA_FIELD)
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);  // _v2 in CUDA 13, else the first one
-  CUresult (*cuGetErrorString)(CUresult, const char**);
 };
 
 using nvrtcResult = int;
 using nvrtcProgram = struct _nvrtcProgram*;
+#define TC_CUDA_NVRTC_FUNCTIONS(F)                                                                             \
+  F(nvrtcVersion, nvrtcResult, (int*, int*), )                                                                 \
+  F(nvrtcCreateProgram, nvrtcResult, (nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*), ) \
+  F(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char* const*), )                               \
+  F(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, std::size_t*), )                                       \
+  F(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char*), )                                                  \
+  F(nvrtcGetCUBINSize, nvrtcResult, (nvrtcProgram, std::size_t*), )                                            \
+  F(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram, char*), )                                                       \
+  F(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram, std::size_t*), )                                              \
+  F(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char*), )                                                         \
+  F(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram*), )                                                       \
+  F(nvrtcGetErrorString, const char*, (nvrtcResult), )
 struct Nvrtc {
-  nvrtcResult (*nvrtcVersion)(int*, int*);
-  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
-  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
-  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, std::size_t*);
-  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, std::size_t*);
-  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, std::size_t*);
-  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
-  const char* (*nvrtcGetErrorString)(nvrtcResult);
+  TC_CUDA_NVRTC_FUNCTIONS(TC_CUDA_FIELD)
 };
 
 using cublasStatus_t = int;
 using cublasHandle_t = struct cublasContext*;
 constexpr int CUBLAS_OP_N = 0, CUBLAS_OP_T = 1;
 constexpr int CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1;
+#define TC_CUDA_CUBLAS_FUNCTIONS(F)                                                                            \
+  F(cublasCreate, cublasStatus_t, (cublasHandle_t*), _v2)                                                      \
+  F(cublasSetStream, cublasStatus_t, (cublasHandle_t, CUstream), _v2)                                          \
+  F(cublasSetPointerMode, cublasStatus_t, (cublasHandle_t, int), _v2)                                          \
+  F(cublasSgemmStridedBatched, cublasStatus_t, (cublasHandle_t, int, int, int, int, int, const float*, const float*, int, \
+                                                long long, const float*, int, long long, const float*, float*, int,      \
+                                                long long, int), )
 struct Cublas {
-  cublasStatus_t (*cublasCreate)(cublasHandle_t*);  // cublasCreate_v2
-  cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream);  // cublasSetStream_v2
-  cublasStatus_t (*cublasSetPointerMode)(cublasHandle_t, int);  // cublasSetPointerMode_v2
-  cublasStatus_t (*cublasSgemmStridedBatched)(cublasHandle_t, int, int, int, int, int, const float*, const float*, int,
-                                              long long, const float*, int, long long, const float*, float*, int, long long,
-                                              int);
+  TC_CUDA_CUBLAS_FUNCTIONS(TC_CUDA_FIELD)
 };
 
 // CUPTI's external correlation, when libcupti is already in the process

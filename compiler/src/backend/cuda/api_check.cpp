@@ -38,45 +38,14 @@ template <class R, class... Args> struct M<R(Args...)> { using type = typename M
 #define TC_SAME(table, field, real) \
   static_assert(std::is_same_v<decltype(a::table::field), M<decltype(real)>::type>, #real " does not match api.h")
 
-TC_SAME(Driver, cuInit, ::cuInit);
-TC_SAME(Driver, cuDeviceGetCount, ::cuDeviceGetCount);
-TC_SAME(Driver, cuDeviceGet, ::cuDeviceGet);
-TC_SAME(Driver, cuDeviceGetAttribute, ::cuDeviceGetAttribute);
-TC_SAME(Driver, cuDeviceGetName, ::cuDeviceGetName);
-TC_SAME(Driver, cuDevicePrimaryCtxRetain, ::cuDevicePrimaryCtxRetain);
-TC_SAME(Driver, cuCtxSetCurrent, ::cuCtxSetCurrent);
-TC_SAME(Driver, cuCtxSynchronize, ::cuCtxSynchronize);
-TC_SAME(Driver, cuModuleLoadData, ::cuModuleLoadData);
-TC_SAME(Driver, cuModuleGetFunction, ::cuModuleGetFunction);
-TC_SAME(Driver, cuLaunchKernel, ::cuLaunchKernel);
-TC_SAME(Driver, cuMemAlloc, ::cuMemAlloc_v2);
-TC_SAME(Driver, cuMemFree, ::cuMemFree_v2);
-TC_SAME(Driver, cuMemGetInfo, ::cuMemGetInfo_v2);
-TC_SAME(Driver, cuMemcpyHtoD, ::cuMemcpyHtoD_v2);
-TC_SAME(Driver, cuMemcpyDtoH, ::cuMemcpyDtoH_v2);
-TC_SAME(Driver, cuMemcpyHtoDAsync, ::cuMemcpyHtoDAsync_v2);
-TC_SAME(Driver, cuMemsetD8Async, ::cuMemsetD8Async);
-TC_SAME(Driver, cuStreamCreate, ::cuStreamCreate);
-TC_SAME(Driver, cuStreamSynchronize, ::cuStreamSynchronize);
-TC_SAME(Driver, cuEventCreate, ::cuEventCreate);
-TC_SAME(Driver, cuEventRecord, ::cuEventRecord);
+// api.h's lists: each entry against the toolkit's function of its name and suffix.
+#define TC_SAME_DRIVER(name, ret, params, suffix) TC_SAME(Driver, name, ::name##suffix);
+#define TC_SAME_NVRTC(name, ret, params, suffix) TC_SAME(Nvrtc, name, ::name##suffix);
+#define TC_SAME_CUBLAS(name, ret, params, suffix) TC_SAME(Cublas, name, ::name##suffix);
+TC_CUDA_DRIVER_FUNCTIONS(TC_SAME_DRIVER)
 TC_SAME(Driver, cuEventElapsedTime, ::cuEventElapsedTime);
-TC_SAME(Driver, cuGetErrorString, ::cuGetErrorString);
-TC_SAME(Nvrtc, nvrtcVersion, ::nvrtcVersion);
-TC_SAME(Nvrtc, nvrtcCreateProgram, ::nvrtcCreateProgram);
-TC_SAME(Nvrtc, nvrtcCompileProgram, ::nvrtcCompileProgram);
-TC_SAME(Nvrtc, nvrtcGetProgramLogSize, ::nvrtcGetProgramLogSize);
-TC_SAME(Nvrtc, nvrtcGetProgramLog, ::nvrtcGetProgramLog);
-TC_SAME(Nvrtc, nvrtcGetCUBINSize, ::nvrtcGetCUBINSize);
-TC_SAME(Nvrtc, nvrtcGetCUBIN, ::nvrtcGetCUBIN);
-TC_SAME(Nvrtc, nvrtcGetPTXSize, ::nvrtcGetPTXSize);
-TC_SAME(Nvrtc, nvrtcGetPTX, ::nvrtcGetPTX);
-TC_SAME(Nvrtc, nvrtcDestroyProgram, ::nvrtcDestroyProgram);
-TC_SAME(Nvrtc, nvrtcGetErrorString, ::nvrtcGetErrorString);
-TC_SAME(Cublas, cublasCreate, ::cublasCreate_v2);
-TC_SAME(Cublas, cublasSetStream, ::cublasSetStream_v2);
-TC_SAME(Cublas, cublasSetPointerMode, ::cublasSetPointerMode_v2);
-TC_SAME(Cublas, cublasSgemmStridedBatched, ::cublasSgemmStridedBatched);
+TC_CUDA_NVRTC_FUNCTIONS(TC_SAME_NVRTC)
+TC_CUDA_CUBLAS_FUNCTIONS(TC_SAME_CUBLAS)
 TC_SAME(Cupti, cuptiActivityPushExternalCorrelationId, ::cuptiActivityPushExternalCorrelationId);
 TC_SAME(Cupti, cuptiActivityPopExternalCorrelationId, ::cuptiActivityPopExternalCorrelationId);
 static_assert(a::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 == ::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2);

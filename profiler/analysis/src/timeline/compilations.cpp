@@ -32,11 +32,6 @@ Status rows::each_compilation(const store::Reader& r, int64_t* skipped, const st
 
 namespace detail {
 
-Status read_compilations(Load& ld) {
-  return rows::each_compilation(ld.reader, &ld.tl.skipped.events,
-                                [&](Compilation& c) { ld.add(TrackKind::kCompilations, c.utid, ld.tl.compilations, std::move(c)); });
-}
-
 namespace {
 
 palette::Rgb colour(const Timeline& tl, const Track& t, uint32_t i) {
@@ -75,7 +70,8 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::compilations, TrackKind::kCompilations>;
-const KindTraits kCompilationsTraits{"compilations", read_compilations, 1, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
+const KindTraits kCompilationsTraits{"compilations", read_rows<rows::each_compilation, &Timeline::compilations, TrackKind::kCompilations>,
+                                     1, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort};
 
 }  // namespace detail
 }  // namespace tc::analysis::timeline

@@ -19,11 +19,6 @@ Status rows::each_evaluation(const store::Reader& r, int64_t* skipped, const std
 
 namespace detail {
 
-Status read_evaluations(Load& ld) {
-  return rows::each_evaluation(ld.reader, &ld.tl.skipped.events,
-                               [&](Evaluation& e) { ld.add(TrackKind::kEvaluations, e.utid, ld.tl.evaluations, std::move(e)); });
-}
-
 namespace {
 
 palette::Rgb colour(const Timeline&, const Track&, uint32_t) { return palette::kEvaluation; }
@@ -46,8 +41,8 @@ void card(const Timeline& tl, const Lane&, const Track& t, uint32_t i, Card& car
 }  // namespace
 
 using Merge = RecordMerge<&Timeline::evaluations, TrackKind::kEvaluations>;
-const KindTraits kEvaluationsTraits{"explicit evaluations", read_evaluations, 5, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort,
-                                    Marker::kTriangle};
+const KindTraits kEvaluationsTraits{"explicit evaluations", read_rows<rows::each_evaluation, &Timeline::evaluations, TrackKind::kEvaluations>,
+                                    5, colour, label, card, Merge::append_located, Merge::rebase_ranked, Merge::sort, Marker::kTriangle};
 
 }  // namespace detail
 }  // namespace tc::analysis::timeline

@@ -106,6 +106,13 @@ struct Load {
   Lane& lane_for(int64_t utid);
 };
 
+// The KindTraits::read of a kind whose rows (`Each`: rows::each_compilation, ...) name their thread: each row
+// one event of that thread's track of `Kind`, its record in Timeline::*Records.
+template <auto Each, auto Records, TrackKind Kind>
+Status read_rows(Load& ld) {
+  return Each(ld.reader, &ld.tl.skipped.events, [&](auto& x) { ld.add(Kind, x.utid, ld.tl.*Records, std::move(x)); });
+}
+
 // The readers that are no kind's KindTraits::read, in load order around those.
 Status read_nvtx(Load& ld);  // sites, real payloads, start/end ranges: before the events that name them
 Status read_memory(Load& ld);

@@ -69,6 +69,8 @@ class Writer {
    private:
     friend class Writer;
     Row(Impl* impl, Table* table) : impl_(impl), table_(table) {}
+    // Counts the next column; its table when it is to be bound, else null (past the last column, or no insert).
+    Table* next(bool integer);
     Impl* impl_;
     Table* table_;  // null when the table is unknown to the store
     int bound_ = 0;

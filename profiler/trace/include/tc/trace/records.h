@@ -309,7 +309,11 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Text, input, "the input whose shape changed: the user's name, else its creation site file:line")          \
   F(Int, dim, "the dimension that changed")                                                                   \
   F(Int, old_value, "its size in the closest earlier graph")                                                  \
-  F(Int, new_value, "its size in this graph")
+  F(Int, new_value, "its size in this graph")                                                                 \
+  F(Int, dynamic,                                                                                             \
+    "1 when the compiler made this dimension dynamic (symbolic) in this compilation (tc's TC_DYNAMIC, "         \
+    "torch.compile's automatic_dynamic), so later sizes reuse it; 0 for a static recompilation",               \
+    .since = 4)
 
 #define TC_TRACE_COMPILE_PASS_FIELDS(F)                              \
   F(Int, graph_id, "the compilation (compilations.graph_id)")        \

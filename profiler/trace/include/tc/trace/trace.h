@@ -117,6 +117,19 @@ inline uint32_t site_id(Site& site) noexcept {
   return __builtin_expect(id != 0, 1) ? id : register_site(site);
 }
 
+// Writes one slot at the producer's write position (which the caller checked
+// has room) and publishes it with one release store.
+inline void publish_slot(Producer* p, SlotKind kind, uint32_t loc, int64_t value, int64_t arg, uint64_t ts) noexcept {
+  Slot& s = p->slots[p->write & p->mask];
+  s.ts = ts;
+  s.loc = loc;
+  s.kind = static_cast<uint16_t>(kind);
+  s.extra = 0;
+  s.value = value;
+  s.arg = arg;
+  p->hdr->write.store(++p->write, std::memory_order_release);
+}
+
 // One event into the thread's ring: the fast path when `cache` (the thread's
 // producer) has room, else write_slow(). write_event() passes t_prod itself;
 // a caller that keeps its own per-thread state (libtc_nvtx,
@@ -128,14 +141,7 @@ inline void write_event_cached(Producer*& cache, SlotKind kind, uint32_t loc, in
   if (__builtin_expect(p != nullptr && p->session == g_session.load(std::memory_order_relaxed) &&
                            p->capacity != p->write - p->cached_read,
                        1)) {
-    Slot& s = p->slots[p->write & p->mask];
-    s.ts = ts;
-    s.loc = loc;
-    s.kind = static_cast<uint16_t>(kind);
-    s.extra = 0;
-    s.value = value;
-    s.arg = arg;
-    p->hdr->write.store(++p->write, std::memory_order_release);
+    publish_slot(p, kind, loc, value, arg, ts);
     return;
   }
   write_slow(kind, loc, value, arg, ts);
