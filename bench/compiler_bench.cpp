@@ -19,7 +19,9 @@
 //                classes, cross-entropy, SGD lr 0.01
 // "first step" is the wall time of the first training step from a cold code
 // cache: tracing plus compilation plus one execution (tc: passes, codegen,
-// g++ build; JAX: jit trace and XLA compile).
+// g++ build; JAX: jit trace and XLA compile). --cold-start prints that first
+// step instead, every round from an empty cache, with tiered builds off and on
+// (TC_TIERED), and the time to step 10 and to the last.
 #include "busy_neighbour.h"
 
 #include <CLI/CLI.hpp>
@@ -63,13 +65,17 @@ double median(std::vector<double> v) {
 // the loss before and after (a contender that does not learn is not measured).
 // step_max_ms and step_mean_ms show the spikes a median hides (the
 // contention table); a peer that does not print them leaves them NaN.
+// to10_ms and total_ms: wall time from the first step's start to the end of
+// the 10th step and of the last (the cold-start table).
 struct ChildResult {
   double first_ms = NAN, step_ms = NAN, step_max_ms = NAN, step_mean_ms = NAN, loss_first = NAN, loss_last = NAN;
+  double to10_ms = NAN, total_ms = NAN;
 };
 
 void print_result(const ChildResult& r) {
-  std::printf("RESULT first_ms=%.3f step_ms=%.4f step_max_ms=%.4f step_mean_ms=%.4f loss_first=%.6f loss_last=%.6f\n",
-              r.first_ms, r.step_ms, r.step_max_ms, r.step_mean_ms, r.loss_first, r.loss_last);
+  std::printf("RESULT first_ms=%.3f step_ms=%.4f step_max_ms=%.4f step_mean_ms=%.4f loss_first=%.6f loss_last=%.6f to10_ms=%.3f "
+              "total_ms=%.3f\n",
+              r.first_ms, r.step_ms, r.step_max_ms, r.step_mean_ms, r.loss_first, r.loss_last, r.to10_ms, r.total_ms);
 }
 
 bool parse_result(const std::string& out, ChildResult& r) {
@@ -89,6 +95,8 @@ bool parse_result(const std::string& out, ChildResult& r) {
   r.step_mean_ms = m.count("step_mean_ms") ? m["step_mean_ms"] : NAN;
   r.loss_first = m["loss_first"];
   r.loss_last = m["loss_last"];
+  r.to10_ms = m.count("to10_ms") ? m["to10_ms"] : NAN;
+  r.total_ms = m.count("total_ms") ? m["total_ms"] : NAN;
   return true;
 }
 
@@ -128,7 +136,9 @@ ChildResult time_steps(int steps, StepFn&& step) {
     auto t = Clock::now();
     loss = step();
     times.push_back(ms_since(t));
+    if (i == 8) r.to10_ms = ms_since(t0);
   }
+  r.total_ms = ms_since(t0);
   r.step_ms = median(times);
   r.step_max_ms = *std::max_element(times.begin(), times.end());
   double sum = 0;
@@ -278,6 +288,49 @@ std::string fmt(double v, const char* f = "%.2f") {
 // of any busy run, the mean of the busy runs' mean steps, and the ratios the
 // targets are stated in (busy median / quiet median, busy max / busy median);
 // then the floor a fair scheduler puts under tc's busy step.
+// --cold-start: every round, each tc contender from an empty code cache
+// (rounds interleaved): the first step, the time to the 10th and to the last,
+// and the median step, each the median over rounds (first step: min and max too).
+int cold_start_table(const std::string& model, const std::vector<Contender>& cs, int rounds, int steps) {
+  int failures = 0;
+  std::vector<std::vector<ChildResult>> res(cs.size());
+  for (int r = 0; r < rounds; ++r)
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      if (cs[i].cold_cache.empty()) continue;
+      std::filesystem::remove_all(cs[i].cold_cache);
+      std::string out;
+      ChildResult cr;
+      if (!run_child(cs[i], out) || !parse_result(out, cr)) {
+        std::fprintf(stderr, "tc-bench-compiler: %s failed on %s, round %d\n", cs[i].name.c_str(), model.c_str(), r + 1);
+        ++failures;
+        continue;
+      }
+      res[i].push_back(cr);
+    }
+  std::printf("\n%s: cold start, median over %d rounds from an empty code cache (ms)\n", model.c_str(), rounds);
+  print_machine();
+  std::printf("%-24s %10s %8s %8s %12s %12s %10s %12s\n", "contender", "first", "min", "max", "to step 10",
+              ("to step " + std::to_string(steps + 1)).c_str(), "ms/step", "loss 0 -> N");
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    if (cs[i].cold_cache.empty() || res[i].empty()) continue;
+    auto col = [&](double ChildResult::*f) {
+      std::vector<double> v;
+      for (auto& c : res[i]) v.push_back(c.*f);
+      return v;
+    };
+    std::vector<double> first = col(&ChildResult::first_ms);
+    std::string loss = fmt(res[i][0].loss_first, "%.3f") + " -> " + fmt(res[i][0].loss_last, "%.3f");
+    std::printf("%-24s %10s %8s %8s %12s %12s %10s %12s\n", cs[i].name.c_str(), fmt(median(first), "%.0f").c_str(),
+                fmt(*std::min_element(first.begin(), first.end()), "%.0f").c_str(),
+                fmt(*std::max_element(first.begin(), first.end()), "%.0f").c_str(), fmt(median(col(&ChildResult::to10_ms)), "%.0f").c_str(),
+                fmt(median(col(&ChildResult::total_ms)), "%.0f").c_str(), fmt(median(col(&ChildResult::step_ms)), "%.3f").c_str(),
+                loss.c_str());
+  }
+  for (const Contender& c : cs)
+    if (!c.cold_cache.empty()) std::filesystem::remove_all(c.cold_cache);
+  return failures;
+}
+
 int contention_table(const std::string& model, const std::vector<Contender>& cs, int rounds, int steps) {
   int failures = 0;
   std::vector<std::vector<ChildResult>> quiet(cs.size()), busy(cs.size());
@@ -340,7 +393,7 @@ int main(int argc, char** argv) {
   std::string child, model_opt = "both", jax_python, torch_python, cache_dir, baseline, neighbour;
   int rounds = 5, steps = 30;
   int64_t seq = 64;
-  bool no_torch = false, recording = false, no_torch_compile = false;
+  bool no_torch = false, recording = false, no_torch_compile = false, cold_start = false;
   CLI::App app{"Training-step time of tc (compiled, eager) vs libtorch and JAX jit on the CPU: an MLP\n"
                "784-512-512-10 (batch 128) and a Transformer encoder layer (batch 16, seq 64, d 128),\n"
                "SGD, fp32. Each contender runs in its own child process with the thread settings shown;\n"
@@ -361,6 +414,9 @@ int main(int argc, char** argv) {
                  "max step and their ratios; tc also runs on one thread, for the floor a fair scheduler puts under "
                  "its busy step")
       ->check(CLI::IsMember({"busy"}));
+  app.add_flag("--cold-start", cold_start,
+               "The cold-start table instead: tc with TC_TIERED=0 and =1 (and --baseline), each round from an empty code "
+               "cache: first step, time to step 10 and to the last, step time");
   app.add_flag("--no-torch", no_torch, "Leave libtorch out");
   app.add_flag("--no-torch-compile", no_torch_compile,
                "With --torch-python: torch eager only, without torch.compile (whose compilation takes most of a round)");
@@ -454,6 +510,20 @@ int main(int argc, char** argv) {
         cs.push_back({"torch.compile", "OMP 2, inductor",
                       {torch_python, torch_script, "--model", model, "--steps", st, "--seq", sq, "--compile"},
                       {{"OMP_NUM_THREADS", "2"}, {"TORCHINDUCTOR_CACHE_DIR", inductor_cache}}, inductor_cache});
+    }
+    if (cold_start) {
+      // Tiers off (the build before them) and on, each with a cache of its own.
+      cs[0].name = "tc, TC_TIERED=0";
+      cs[0].env.push_back({"TC_TIERED", "0"});
+      Contender on = cs[0];
+      on.name = "tc, TC_TIERED=1";
+      on.env.back().second = "1";
+      on.cold_cache += "-tiered";
+      for (auto& [k, v] : on.env)
+        if (k == "TC_CACHE_DIR") v = on.cold_cache;
+      cs.insert(cs.begin() + 1, on);
+      failures += cold_start_table(model, cs, rounds, steps);
+      continue;
     }
     if (!neighbour.empty()) {
       failures += contention_table(model, cs, rounds, steps);

@@ -254,6 +254,13 @@ void verify_program(const Program& p);
 // Compiles on a cache miss, then executes `g` with planner buffers. Returns the
 // graph id executed.
 int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location& site);
+// Tiered builds (TC_TIERED, on unless "0"): a mark_step graph whose code is
+// not in the code cache runs on the eager executor (its compilation recorded
+// with cache 'eager') while the backend builds it on one builder thread; the
+// built code (a compilation of its own: reason and trigger 'tier_up') replaces
+// the eager tier once a mark_step's graph has run, so every graph of a step
+// runs on one tier. Test-only: waits until every build submitted is done.
+void wait_for_tier_ups();
 // Benchmarks only: a dynamic program that serves a graph runs it even where a
 // static graph of that size exists (dynamic against static, interleaved).
 void prefer_dynamic_for_bench(bool on);

@@ -6,15 +6,22 @@
 //   build      the backend renders, builds or loads the code (backend/)
 //   record     compilations, compilation_inputs, compile_passes, memory_plans
 // execute() binds buffers and runs the backend's code.
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -134,7 +141,7 @@ struct CompiledGraph {
   int64_t graph_id = 0;
   Program program;
   std::size_t kernels = 0;
-  std::unique_ptr<Executable> code;
+  std::unique_ptr<Executable> code;  // nullptr: the eager tier (runs on the eager executor)
   int64_t batch_size = 0;  // the plan's batch dimension (0: none), for out-of-memory records
   bool collectives = false;  // has Op::AllReduce nodes (Kernel::Collective)
   // A dynamic program's family (dynamic.h) and its arena, planned for the
@@ -148,6 +155,67 @@ struct Seen {
   std::shared_ptr<const CGraph> graph;  // as lowered: what a family is fitted from
 };
 
+using CacheKey = std::pair<const Backend*, uint64_t>;
+
+// A graph's optimized build, running on the builder's thread while its eager
+// tier runs the steps. The foreground reads `exe` and `error` only once `done`.
+struct TierUp {
+  CacheKey key;
+  std::unique_ptr<DeferredBuild> build;
+  std::shared_ptr<CompiledGraph> exe;  // program, kernels, batch size; code set by the build
+  events::CompilationRecord rec;
+  int64_t eager_graph_id = 0;
+  std::exception_ptr error;
+  std::atomic<bool> done{false};
+};
+
+// One thread builds the tier-ups, one at a time, in order (g++ already uses
+// every core for a large graph). The exit waits for every build submitted: no
+// record is left half-made, the next run finds the code on disk, and the
+// process never waits longer than it would have without tiers.
+class Builder {
+ public:
+  void submit(std::shared_ptr<TierUp> t) {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) {
+      owner_ = ::getpid();
+      thread_ = std::thread([this] { work(); });
+      // Registered after everything the builds use was constructed, so it
+      // runs before their destructors.
+      std::atexit([] { builder().stop(); });
+    }
+    queue_.push_back(std::move(t));
+    cv_.notify_all();
+  }
+  void wait_idle() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  }
+  static Builder& builder() {
+    static Builder* b = new Builder;  // never destroyed: stop() joins the thread at exit
+    return *b;
+  }
+
+ private:
+  void stop() {
+    if (::getpid() != owner_) return;  // a forked child: the thread is its parent's
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  void work();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<TierUp>> queue_;
+  std::thread thread_;
+  bool busy_ = false, stopping_ = false;
+  pid_t owner_ = 0;
+};
+
 struct Compiler {
   // Keyed by the backend too: code built for one device never runs on another
   // (tests switch backends in one process with ScopedBackend).
@@ -158,6 +226,7 @@ struct Compiler {
   // failed to fit or unify, not tried again (erased signature, input slot, dim).
   std::map<std::pair<const Backend*, uint64_t>, std::vector<std::shared_ptr<CompiledGraph>>> dynamic;
   std::set<std::tuple<uint64_t, int, int>> not_dynamic;
+  std::vector<std::shared_ptr<TierUp>> tier_ups;  // submitted, not yet adopted
 };
 
 Compiler& compiler() {
@@ -310,6 +379,105 @@ events::MemoryPlanRecord plan(const Graph& graph, const CGraph& g, Program& p, i
   return m;
 }
 
+// ---- tiered builds (TC_TIERED) -----------------------------------------------
+
+// TC_TIERED=0 turns tiered builds off; read at every miss (tests switch it).
+bool tiered_enabled() {
+  const char* e = std::getenv("TC_TIERED");
+  return !(e && std::string_view(e) == "0");
+}
+
+// A graph that may start on the eager tier: a step's graph (it swaps at a step
+// boundary; a graph cut by an explicit evaluation or a collective is built at
+// once), without collectives (every rank must run the same code), on a
+// backend whose memory the eager executor can read, whose plan leaves room
+// for the eager executor's memory (it holds what the plan reuses: the
+// Transformer's eager step peaks at 5.7x its plan; 8x is asked for). Not a
+// dynamic program (TC_DYNAMIC): later sizes look it up and run its code.
+bool may_tier(Trigger trigger, const CompiledGraph& exe, const Backend& be, const events::MemoryPlanRecord& m) {
+  constexpr int64_t kEagerOverPlan = 8;
+  return trigger == Trigger::mark_step && !exe.collectives && !exe.family && be.host_memory() &&
+         m.peak <= m.capacity / kEagerOverPlan && tiered_enabled();
+}
+
+void Builder::work() {
+  events::on_thread_name("tc builder");
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping
+    std::shared_ptr<TierUp> t = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    t->rec.start = events::ticks();
+    int64_t t0 = now_ns();
+    try {
+      CompiledCode code = t->build->build();
+      t->exe->code = std::move(code.code);
+      t->rec.build_ns = code.disk_hit ? 0 : code.build_ns;
+      t->rec.cache = code.disk_hit ? "disk_hit" : "built";
+      t->rec.source_path = code.source_path;
+      events::log_debug("graph " + std::to_string(t->rec.graph_id) + ": the optimized tier of graph " +
+                        std::to_string(t->eager_graph_id) + ", build " + ms(t->rec.build_ns) + " (" + t->rec.cache +
+                        ") on the builder thread, total " + ms(now_ns() - t0));
+      events::on_compilation(t->rec);
+    } catch (...) {
+      t->error = std::current_exception();
+    }
+    t->build.reset();
+    t->done.store(true, std::memory_order_release);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+// Starts the optimized build of `exe` (the eager tier, recorded as `rec`)
+// on the builder thread: a CompiledGraph of its own, recorded with
+// reason and trigger 'tier_up' when built.
+void tier_up(std::unique_ptr<DeferredBuild> build, CompiledGraph& exe, const events::CompilationRecord& rec,
+             events::MemoryPlanRecord m, const CGraph& scheduled, const CacheKey& key) {
+  auto t = std::make_shared<TierUp>();
+  t->key = key;
+  t->build = std::move(build);
+  t->exe = std::make_shared<CompiledGraph>();
+  CompiledGraph& up = *t->exe;
+  up.graph_id = events::new_graph_id();
+  up.program = std::move(exe.program);
+  up.kernels = exe.kernels;
+  up.batch_size = exe.batch_size;
+  t->rec = rec;
+  m.graph_id = up.graph_id;
+  up.plan = m;
+  t->rec.graph_id = up.graph_id;
+  t->rec.reason = t->rec.trigger = "tier_up";
+  t->rec.passes_ns = t->rec.codegen_ns = 0;  // counted in the eager tier's record
+  t->eager_graph_id = exe.graph_id;
+  events::on_memory_plan(m);
+  if (events::timing_kernels()) events::on_kernels(up.graph_id, describe_kernels(scheduled, up.program));
+  compiler().tier_ups.push_back(t);
+  Builder::builder().submit(std::move(t));
+}
+
+// At a step boundary (a mark_step's graph ran): finished builds replace their
+// eager tier. A build that failed throws its error here.
+void adopt_tier_ups() {
+  Compiler& c = compiler();
+  for (auto it = c.tier_ups.begin(); it != c.tier_ups.end();) {
+    if (!(*it)->done.load(std::memory_order_acquire)) {
+      ++it;
+      continue;
+    }
+    std::shared_ptr<TierUp> t = std::move(*it);
+    it = c.tier_ups.erase(it);
+    if (t->error) std::rethrow_exception(t->error);
+    c.by_signature[t->key] = t->exe;
+    events::log_debug("graph " + std::to_string(t->exe->graph_id) + " replaces its eager tier from step " +
+                      std::to_string(current_step()));
+  }
+}
+
 // ---- dynamic programs (dynamic.h) ----------------------------------------------
 
 // TC_DYNAMIC: "auto" (unset) or "off"; read at each cache miss.
@@ -422,7 +590,7 @@ bool build_dynamic(const DynamicChoice& ch, events::CompilationRecord& rec, CGra
 }
 
 std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t sig, uint64_t erased, Trigger trigger,
-                                       const std::source_location& site) {
+                                       const std::source_location& site, const CacheKey& key) {
   events::CompilationRecord rec;
   rec.start = events::ticks();
   int64_t t_start = now_ns();
@@ -469,19 +637,23 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, Lowered& l, uint64_t 
 
   Backend& be = backend();
   events::on_setting("TC_DEVICE", be.name());  // run_env: the backend the run's graphs ran on
-  CompiledCode code = be.compile(exe->program, rec.graph_id);
+  CompiledCode code;
+  std::unique_ptr<DeferredBuild> later;
+  if (may_tier(trigger, *exe, be, m)) later = be.prepare(exe->program, rec.graph_id, &code);
+  if (!later && !code.code) code = be.compile(exe->program, rec.graph_id);
   exe->code = std::move(code.code);
   rec.codegen_ns += code.codegen_ns;
   rec.build_ns = code.disk_hit ? 0 : code.build_ns;
-  rec.cache = code.disk_hit ? "disk_hit" : "built";
+  rec.cache = later ? "eager" : code.disk_hit ? "disk_hit" : "built";
   rec.source_path = code.source_path;
   events::log_debug(name + ": " + std::to_string(rec.kernels) + " kernels, " + std::to_string(rec.nodes_before) + " -> " +
                     std::to_string(rec.nodes_after) + " nodes, reason " + rec.reason + ", backend " + be.name() +
                     ", codegen " + ms(rec.codegen_ns) + ", build " + ms(rec.build_ns) + " (" + rec.cache + "), total " +
                     ms(now_ns() - t_start) + ", source " + rec.source_path);
   events::on_compilation(rec);
-  if (events::timing_kernels()) events::on_kernels(rec.graph_id, describe_kernels(scheduled, exe->program));
+  if (events::timing_kernels() && !later) events::on_kernels(rec.graph_id, describe_kernels(scheduled, exe->program));
   for (const ChangedDim& d : changed) events::on_compilation_input(rec.graph_id, d.input, d.dim, d.old_value, d.new_value, d.dynamic);
+  if (later) tier_up(std::move(later), *exe, rec, m, scheduled, key);
   return exe;
 }
 
@@ -606,6 +778,8 @@ constexpr tc_host_api kHostApi{kHostApiVersion, 0, &host_all_reduce_mean};
 
 const tc_host_api* host_api() { return &kHostApi; }
 
+void wait_for_tier_ups() { Builder::builder().wait_idle(); }
+
 CollectiveScope::CollectiveScope(const std::vector<CollectiveSite>* s) : sites(s), saved_(t_collectives) { t_collectives = this; }
 CollectiveScope::~CollectiveScope() { t_collectives = saved_; }
 CollectiveScope* CollectiveScope::current() { return t_collectives; }
@@ -627,7 +801,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   Compiler& c = compiler();
   std::shared_ptr<CompiledGraph> exe;
   int64_t size = 0;  // a dynamic program's size for this graph
-  const std::pair<const Backend*, uint64_t> key{&backend(), sig};
+  const CacheKey key{&backend(), sig};
   auto hit = c.by_signature.find(key);
   if (hit != c.by_signature.end() && !g_prefer_dynamic) {
     exe = hit->second;
@@ -646,7 +820,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
         Backend::Ceilings ce = backend().ceilings();
         events::on_ceilings(backend().name(), {ce.gflops, ce.gbps, ce.cached ? "cached" : "measured", ce.isa, ce.kernel, ce.threads});
       }
-      exe = compile(g, l, sig, erased, trigger, site);
+      exe = compile(g, l, sig, erased, trigger, site, key);
       if (exe->family) {
         const auto [slot, dim] = exe->family->dims[0];
         size = g.inputs[static_cast<std::size_t>(slot)]->shape[static_cast<std::size_t>(dim)];
@@ -660,10 +834,14 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
   int64_t t0 = now_ns();
   uint64_t start = events::ticks();
   int64_t execution_id = events::new_execution_id();
-  events::NvtxScope nvtx(events::NvtxScope::kExecute, exe->graph_id);
-  execute(*exe, g, execution_id, size);
-  events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
-                            now_ns() - t0, start, exe->graph_id, execution_id);
+  {
+    events::NvtxScope nvtx(events::NvtxScope::kExecute, exe->graph_id);
+    if (exe->code) execute(*exe, g, execution_id, size);
+    else execute_eager(g, execution_id);  // the eager tier
+    events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
+                              now_ns() - t0, start, exe->graph_id, execution_id);
+  }
+  if (trigger == Trigger::mark_step && !c.tier_ups.empty()) adopt_tier_ups();
   return exe->graph_id;
 }
 

@@ -231,6 +231,8 @@ bool debug_enabled() {
   return on;
 }
 
+void on_thread_name(std::string_view name) { tr::set_thread_name(name); }
+
 void log_debug(const std::string& message) {
   if (!debug_enabled()) return;
   std::fprintf(stderr, "[tc] %s\n", message.c_str());

@@ -104,6 +104,8 @@ bool ceilings_recorded();
 // A setting this process chose (run_env; one row per distinct name and value),
 // e.g. ("TC_DEVICE", "cpu") for the backend.
 void on_setting(const char* name, const char* value);
+// Names the calling thread in the store's threads table (e.g. "tc builder").
+void on_thread_name(std::string_view name);
 // TC_DEBUG=1: the line goes to stderr and to the logs table.
 bool debug_enabled();
 void log_debug(const std::string& message);

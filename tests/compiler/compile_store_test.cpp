@@ -10,11 +10,13 @@
 
 #include "support/json.h"
 #include "support/process.h"
+#include "train_output.h"
 #include "tc/store/reader.h"
 #include "tc/trace/trace.h"
 
 using tc::test::bin;
 using tc::test::TempDir;
+using tc::test::losses;
 
 namespace {
 
@@ -46,16 +48,6 @@ tc::test::Exit run_program(const TempDir& dir, const std::string& store, const s
   auto e = tc::test::run(argv, env);
   EXPECT_EQ(e.code, 0) << e.err;
   return e;
-}
-
-std::vector<double> losses(const std::string& out) {
-  std::vector<double> v;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    auto at = line.find(" loss ");
-    if (line.rfind("step ", 0) == 0 && at != std::string::npos) v.push_back(std::stod(line.substr(at + 6)));
-  }
-  return v;
 }
 
 TEST(CompiledStore, BatchChangeIsOneShapeChangeAndAWarmCacheBuildsNothing) {

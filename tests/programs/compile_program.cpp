@@ -1,13 +1,15 @@
 // tc-test-compile: a small MLP training loop for the compiled path's
 // end-to-end tests (recompilation reasons, disk cache, memory plans).
 //
-//   tc-test-compile --batches 16,16,24,16 [--tanh-at K] [--momentum M]
+//   tc-test-compile --batches 16,16,24,16 [--tanh-at K] [--momentum M] [--wait-builds-after K]
 //
 // One SGD step per listed batch size, inputs named "x" and "y"; with
 // --tanh-at K step K uses tanh instead of relu (a structure change at the
 // same mark_step call site); --momentum 0 makes plain SGD updates (which the
 // kernel pass fuse_gemm_updates turns into accumulating products; default
-// 0.9). Prints one "step S loss L" line per step.
+// 0.9); --wait-builds-after K waits, after step K, until the tiered builds
+// (TC_TIERED) submitted so far are done. Prints one "step S loss L" line per
+// step, flushed.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -16,9 +18,11 @@
 #include <tc/tc.h>
 #include <vector>
 
+#include "compile.h"  // compiler/src: wait_for_tier_ups
+
 int train(int argc, char** argv) {
   std::vector<int64_t> batches = {16, 16, 16};
-  int tanh_at = -1;
+  int tanh_at = -1, wait_after = -1;
   double momentum = 0.9;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -28,10 +32,12 @@ int train(int argc, char** argv) {
       for (std::string item; std::getline(ss, item, ',');) batches.push_back(std::stoll(item));
     } else if (a == "--tanh-at") {
       tanh_at = std::atoi(argv[i + 1]);
+    } else if (a == "--wait-builds-after") {
+      wait_after = std::atoi(argv[i + 1]);
     } else if (a == "--momentum") {
       momentum = std::atof(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K] [--momentum M]\n");
+      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K] [--momentum M] [--wait-builds-after K]\n");
       return 2;
     }
   }
@@ -54,6 +60,8 @@ int train(int argc, char** argv) {
     opt.step(tc::grad(loss, params));
     tc::mark_step();
     std::printf("step %zu loss %.6f\n", step, static_cast<double>(loss.item()));
+    std::fflush(stdout);
+    if (static_cast<int>(step) == wait_after) tc::detail::wait_for_tier_ups();
   }
   return 0;
 }

@@ -73,6 +73,16 @@ struct CompiledCode {
   int64_t build_ns = 0;     // building it (0 on a disk hit)
 };
 
+// A build left for later (tiered builds, TC_TIERED in compiler.cpp): build()
+// builds and loads what compile() would have returned. It may run on another
+// thread while the one that made it goes on running graphs; it touches
+// nothing but the code cache and its own state.
+class DeferredBuild {
+ public:
+  virtual ~DeferredBuild() = default;
+  virtual CompiledCode build() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -89,6 +99,15 @@ class Backend {
   // ---- code
   // `graph_id` names the graph in messages and generated code.
   virtual CompiledCode compile(const Program& program, int64_t graph_id) = 0;
+  // Tiered builds: renders `program` and, when its code is in the backend's
+  // cache already, loads it into *found (as compile() would, a disk hit) and
+  // returns nullptr; else returns the build, to run later. The default (a
+  // backend without it) returns nullptr and leaves *found empty: the caller
+  // then calls compile().
+  virtual std::unique_ptr<DeferredBuild> prepare(const Program& program, int64_t graph_id, CompiledCode* found) {
+    (void)program, (void)graph_id, (void)found;
+    return nullptr;
+  }
   // Waits until everything run() started has finished.
   virtual void synchronize() = 0;
   // Whether compile() takes dynamic programs (Program::sym: sizes and arena

@@ -51,7 +51,7 @@ double median_s(std::vector<int64_t> v) {
 // shape_erased) succeeded, and the ns all its successful ones took; `also` narrows them (over `o`, "" for all).
 std::string frame_compilations_sql(const std::string& also) {
   const std::string of = "FROM compilations o WHERE o.shape_erased = c.shape_erased " + also + "AND o.failure IS NULL";
-  return "(SELECT count(*) " + of + " AND o." + kNotBackward + "), (SELECT coalesce(sum(o.dur), 0) " + of + ") ";
+  return "(SELECT count(*) " + of + " AND o." + kNotBackward + "), (SELECT coalesce(sum(o.dur), 0) " + of + " AND o." + kBlocking + ") ";
 }
 
 // The execute times (ns) of the steps before `step` (first) and of those from it on (second).
@@ -170,6 +170,7 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
        q.next();) {
     const double compile_s = static_cast<double>(q.i64(2)) / 1e9;
     const std::pair<int64_t, std::string> fwd{q.i64(4), q.is_null(9) ? std::string() : text(q.text(9))};
+    if (text(q.text(8)) == "tier_up") continue;  // built beside the steps (kBlocking)
     // torch.compile's backward is compiled at the first backward: its time is its forward graph's.
     if (text(q.text(8)) == "backward") {
       if (auto f = forward_of.find(fwd); f != forward_of.end()) run.graphs[f->second].compile_s += compile_s;

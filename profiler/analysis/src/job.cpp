@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "distributed.h"
+#include "findings.h"
 #include "json.h"
 #include "tc/analysis/format.h"
 #include "tc/store/json_text.h"
@@ -65,7 +66,8 @@ Status load_data(const store::Reader& r, Loaded& out, size_t store_index) {
     TC_RETURN_IF_ERROR(q.status());
   }
   {
-    auto q = r.query("SELECT utid, ts, dur, graph_id, step, signature, reason, trigger FROM compilations ORDER BY ts, id");
+    auto q = r.query(std::string("SELECT utid, ts, dur, graph_id, step, signature, reason, trigger FROM compilations WHERE ") + kBlocking +
+                     " ORDER BY ts, id");
     while (q.next()) {
       if (RankData* d = rank_of(q.i64(0))) {
         d->compilations.push_back({q.i64(1) + d->id.clock_offset_ns, q.i64(2), q.i64(3), q.i64(4), text(q.text(5)), text(q.text(6)), text(q.text(7))});

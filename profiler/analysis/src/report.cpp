@@ -71,7 +71,7 @@ Status read_summary(const store::Reader& r, Summary& s) {
   auto q = r.query(
       std::string("SELECT 0 /* steps: read_steps() */, (SELECT count(*) FROM compilations WHERE ") + kNotBackward + "), "
       "(SELECT count(*) FROM compilations WHERE reason <> 'first' AND " + kNotBackward + "), (SELECT count(*) FROM explicit_evaluations), "
-      "(SELECT coalesce(sum(dur), 0) FROM compilations), (SELECT coalesce(sum(dur), 0) FROM executions), "
+      "(SELECT coalesce(sum(dur), 0) FROM compilations WHERE " + kBlocking + "), (SELECT coalesce(sum(dur), 0) FROM executions), "
       // counter_series is derived at finalize; a store whose writer was killed has none, so scan counters then.
       "coalesce((SELECT max(max_value) FROM counter_series JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), "
       "(SELECT max(value) FROM counters JOIN locations l ON l.id = loc_id WHERE l.name = 'memory.live_bytes'), 0), "
@@ -124,7 +124,7 @@ Status compile_in_steps(const store::Reader& r, Report& report) {
   };
   std::map<int64_t, std::vector<Span>> by_process;
   std::map<int64_t, int64_t> longest;
-  auto q = r.query("SELECT utid, ts, dur FROM compilations WHERE dur > 0 ORDER BY ts");
+  auto q = r.query(std::string("SELECT utid, ts, dur FROM compilations WHERE dur > 0 AND ") + kBlocking + " ORDER BY ts");
   while (q.next()) {
     auto u = upid_of.find(q.i64(0));
     const int64_t upid = u == upid_of.end() ? 0 : u->second;

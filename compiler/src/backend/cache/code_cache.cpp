@@ -192,13 +192,36 @@ class BuildDir {
 
 std::string machine_key() { return hex(hash_text(toolchain_key())); }
 
-HostObject build_and_load(const std::string& source, int64_t graph_id, int parts) {
-  const std::string context = "tc: building graph " + std::to_string(graph_id);
-  std::string dir = directory();
+namespace {
+
+// The cache key of `source`: it and everything it is built with.
+std::string key_of(const std::string& source) {
   Hasher h;
   h.add(hash_text(source));
   h.add(hash_text(toolchain_key()));
-  std::string key = hex(h.h) + hex(hash_text(source));
+  return hex(h.h) + hex(hash_text(source));
+}
+
+}  // namespace
+
+bool find_built(const std::string& source, HostObject& out) {
+  std::string dir = directory();
+  const std::string key = key_of(source), base = dir + "/tc_" + key;
+  std::string why;
+  void* handle = load_verified(base + ".so", base + ".meta", key, &why);
+  if (!handle) return false;
+  out.handle = handle;
+  out.path = base + ".so";
+  out.source_path = base + ".cpp";
+  out.disk_hit = true;
+  out.build_ns = 0;
+  return true;
+}
+
+HostObject build_and_load(const std::string& source, int64_t graph_id, int parts) {
+  const std::string context = "tc: building graph " + std::to_string(graph_id);
+  std::string dir = directory();
+  std::string key = key_of(source);
   const std::string base = "tc_" + key;
   HostObject b;
   b.source_path = dir + "/" + base + ".cpp";

@@ -32,6 +32,12 @@ int build_parts(std::size_t kernels);
 // build fails.
 HostObject build_and_load(const std::string& source, int64_t graph_id, int parts);
 
+// The object a previous build of `source` left, loaded when it passes
+// build_and_load's checks; false, without building or waiting for another
+// process's build, when there is none (or it fails a check: build_and_load
+// then says so and rebuilds it).
+bool find_built(const std::string& source, HostObject& out);
+
 // A hex digest of everything built code depends on besides its source (the
 // compiler, its flags, the CPU): the machine's key for cached calibrations.
 std::string machine_key();

@@ -289,8 +289,8 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Int, step, "the step during which it happened (steps.step)")                                                           \
   F(Text, signature, "structural hash of the graph: ops, attributes, dtypes, shapes (hex)")                                \
   F(Text, shape_erased, "the same hash without shapes (hex): equal for graphs that differ only in shapes")                 \
-  F(Text, reason, "'first' (no graph of this structure before), 'shape_change' or 'structure_change'")                     \
-  F(Text, trigger, "what cut the graph: 'mark_step', 'explicit_evaluation' or 'collective' (tc::dist::broadcast; an all-reduce is an op inside the graph); torch.compile: 'frame_call', 'graph_break' (a resume function) or 'backward' (the frame's backward graph, compiled at its first backward: part of the compilation `frame` names, not one more)")                                              \
+  F(Text, reason, "'first' (no graph of this structure before), 'shape_change' or 'structure_change'; 'tier_up': the optimized build of a graph that ran on its eager tier meanwhile (TC_TIERED)") \
+  F(Text, trigger, "what cut the graph: 'mark_step', 'explicit_evaluation' or 'collective' (tc::dist::broadcast; an all-reduce is an op inside the graph); torch.compile: 'frame_call', 'graph_break' (a resume function) or 'backward' (the frame's backward graph, compiled at its first backward: part of the compilation `frame` names, not one more); tc: 'tier_up' (the build of a graph whose eager tier ran the steps meanwhile, on a thread of its own: no compilation more, and no time the program waited)")                                              \
   F(Loc, loc_id, "the user's call site that cut the graph (locations.id)")                                                 \
   F(Int, nodes_before, "IR nodes before the passes")                                                                       \
   F(Int, nodes_after, "IR nodes after the passes")                                                                         \
@@ -298,7 +298,7 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Int, passes_ns, "time in the optimizing passes")                                                                       \
   F(Int, codegen_ns, "time generating code")                                                                               \
   F(Int, build_ns, "time building the generated code (0 on a disk cache hit)")                                             \
-  F(Text, cache, "'built' (compiled from source) or 'disk_hit' (loaded from TC_CACHE_DIR)")                                \
+  F(Text, cache, "'built' (compiled from source), 'disk_hit' (loaded from TC_CACHE_DIR) or 'eager' (runs on the eager executor until its build, the next 'tier_up' row of its signature, takes over)") \
   F(Text, diff,                                                                                                            \
     "for structure_change: what differs from the closest earlier graph (node counts, first differing op and its call "    \
     "site); NULL otherwise")                                                                                               \
