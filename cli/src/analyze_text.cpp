@@ -312,7 +312,7 @@ void print_job(const analysis::JobReport& job, const Style& st) {
   for (const auto& r : job.ranks) {
     std::printf("  %5lld  %s %8lld %6lld %13lld %16s %10s %10s  %s%s\n", static_cast<long long>(r.rank), cell(r.host, 12).c_str(),
                 static_cast<long long>(r.pid), static_cast<long long>(r.steps), static_cast<long long>(r.compilations), secs(r.collective_wait_s).c_str(),
-                secs(r.compile_s).c_str(), secs(r.execute_s).c_str(), shown(r.store).c_str(), r.complete ? "" : " (INCOMPLETE)");
+                secs(r.compile_s).c_str(), r.execute_source.starts_with("not measured") ? "unmeasured" : secs(r.execute_s).c_str(), shown(r.store).c_str(), r.complete ? "" : " (INCOMPLETE)");
   }
   if (job.collectives > 0) {
     std::printf("  wait      %s in collectives over all ranks", secs(job.collective_wait_s).c_str());

@@ -95,6 +95,10 @@ TEST(Job, AStragglerThatCompiledIsNamedWithItsShapeAndTheWaitOfEachRank) {
       << s.finding.suggestion;
   EXPECT_NEAR(s.finding.estimated_saving_s, 0.5, 1e-9);
   EXPECT_NEAR(job.straggler_wait_s, 0.5, 1e-9);
+  // tc's own compilations: none of torch's remedies; its executions measured.
+  EXPECT_EQ(s.finding.suggestion.find("torch"), std::string::npos) << s.finding.suggestion;
+  EXPECT_FALSE(e.o.contains("torch_options"));
+  EXPECT_EQ(job.ranks[0].execute_source, "executions");
 
   // The shape change is rank 1's alone: prefixed by its rank.
   auto shapes = of_kind(job, "recompilation.shape_change");
@@ -112,6 +116,42 @@ TEST(Job, AStragglerThatCompiledIsNamedWithItsShapeAndTheWaitOfEachRank) {
   ASSERT_TRUE(rule.ok());
   EXPECT_EQ(ta::crossed(*rule, job), "straggler_wait_s is 0.5, which crosses the threshold straggler_wait_s>0.4");
   EXPECT_EQ(ta::crossed(*ta::parse_fail_on("straggler_wait_s>0.6"), job), std::nullopt);
+}
+
+// The same job recorded from torch.compile (compilations.framework, steps
+// without tc's executions): the straggler's fix also says which of torch's own
+// mechanisms apply and what each costs here; a positional argument of a
+// library frame (DDP's forward(*inputs): "args[0]") that changed as the
+// program's named input did is the same tensor, named once; the rank table
+// says execution was measured from the steps, or not at all.
+TEST(Job, ATorchCompileStragglerGetsTorchsOwnRemediesWithTheirCosts) {
+  TempDir dir;
+  // Rank 1 is also 5 ms late at step 3 from host work: a finding in tc's job, jitter in a framework's.
+  std::vector<RankEvent> events = rank1_recompiles();
+  events.push_back({.what = RankEvent::kHost, .rank = 1, .step = 3, .ns = 5 * kMs});
+  auto paths = tc::test::write_job(dir.path().string(), two_ranks(), 4, events);
+  EXPECT_EQ(of_kind(merged(paths), "distributed.straggler").size(), 2u) << "tc's: the recompilation and the host work";
+  for (const std::string& p : paths) {
+    tc::test::edit_store(p, "UPDATE compilations SET framework = 'torch.compile'; UPDATE compilation_inputs SET dynamic = 1; "
+                            "INSERT INTO compilation_inputs SELECT NULL, utid, graph_id, 'args[0]', dim, old_value, new_value, dynamic "
+                            "FROM compilation_inputs; DELETE FROM executions");
+  }
+  ta::JobReport job = merged(paths);
+  auto stragglers = of_kind(job, "distributed.straggler");
+  ASSERT_EQ(stragglers.size(), 1u);
+  const ta::Finding& f = stragglers[0]->finding;
+  EXPECT_NE(f.title.find("(shape_change: tokens dim 1 12->20, "), std::string::npos) << f.title;
+  EXPECT_EQ(f.suggestion.find("args["), std::string::npos) << f.suggestion;
+  for (const char* part : {"Pad tokens dim 1 to 20 on every rank", "torch._dynamo.mark_dynamic(tokens, 1) on every rank before the first step",
+                            "here rank 1 alone made tokens dim 1 dynamic", "torch._dynamo.config.enable_compiler_collective = True"})
+    EXPECT_NE(f.suggestion.find(part), std::string::npos) << part << " in: " << f.suggestion;
+  JsonValue e = tc::test::parse_json(f.evidence_json);
+  ASSERT_EQ(e["torch_options"].a.size(), 3u);
+  EXPECT_NEAR(e["torch_options"].a[0]["waiting_saved_s"].n, 0.5, 1e-9);
+  EXPECT_NEAR(e["torch_options"].a[1]["waiting_saved_s"].n, 0.5, 1e-9);
+  EXPECT_GT(e["torch_options"].a[1]["compile_added_s"].n, 0) << "the other rank compiles instead";
+  EXPECT_EQ(e["torch_options"].a[2]["waiting_saved_s"].n, 0) << "PGO helps the next run";
+  for (const auto& r : job.ranks) EXPECT_NE(r.execute_source, "executions") << "rank " << r.rank << " executed nothing tc measured";
 }
 
 // tc-viewer draws every rank on rank 0's clock: each finding says where it

@@ -131,6 +131,25 @@ TEST(JobModel, ClockOffsetsLineUpTheRanksCollectivesAtTheSameX) {
 
 // One tc-profile over mpirun: one store holds both ranks (and a process of
 // no rank), each lane shifted by its own process's offset.
+// A framework's job as tc's Python hook records it (torchrun's ranks from the
+// environment only, no ranks row; DDP's all-reduces with no bytes; no tc
+// executions): the same lanes per rank, with rank 0's wait drawn.
+TEST(JobModel, AFrameworkJobHasLanesPerRankWithTheWaits) {
+  TempDir dir;
+  auto paths = tc::test::write_job(dir.path().string(), {{.rank = 0, .dist = false}, {.rank = 1, .dist = false}}, 4, rank1_late());
+  for (const std::string& p : paths)
+    tc::test::edit_store(p, "UPDATE collectives SET op = 'all_reduce', bytes = NULL, tensors = NULL; DELETE FROM executions; "
+                            "UPDATE compilations SET framework = 'torch.compile'; UPDATE steps SET framework = 'torch'");
+  auto tl = load_job_timeline(paths);
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  ASSERT_EQ(tl->ranks.size(), 2u);
+  auto p0 = pieces(*tl, 0), p1 = pieces(*tl, 1);
+  ASSERT_EQ(p0.size(), 8u);
+  ASSERT_EQ(p1.size(), 8u);
+  EXPECT_EQ(p0[5].transfer - p0[5].arrive, 30 * kMs) << "rank 0 waited for rank 1's 30 ms compile";
+  EXPECT_EQ(p1[5].arrive, p1[5].transfer);
+}
+
 TEST(JobModel, OneStoreOfSeveralRanksIsGroupedByProcess) {
   namespace schema = tc::store::schema;
   TempDir dir;

@@ -119,6 +119,18 @@ std::string plural(int64_t n, const char* one, const char* many) { return std::t
 
 using DimKey = std::pair<std::string, int64_t>;  // (input, dim)
 
+// Whether `in` is a positional argument of a library frame ("args[0]": DDP's
+// forward(*inputs) compiled as a frame of its own) that another input of
+// these compilations, named by the program, changed alike: the same tensor.
+bool positional_twin(const RankData::Input& in, const std::vector<const RankData::Compilation*>& compilations, const RankData& r) {
+  if (in.input.rfind("args[", 0) != 0) return false;
+  for (const auto* c : compilations)
+    if (auto it = r.inputs.find(c->graph_id); it != r.inputs.end())
+      for (const auto& o : it->second)
+        if (o.input.rfind("args[", 0) != 0 && o.dim == in.dim && o.old_value == in.old_value && o.new_value == in.new_value) return true;
+  return false;
+}
+
 // "tokens dim 1 12->20" for each distinct change, in order.
 std::vector<std::string> changes_of(const std::vector<const RankData::Compilation*>& compilations, const RankData& r,
                                     std::vector<DimKey>* dims = nullptr) {
@@ -127,6 +139,7 @@ std::vector<std::string> changes_of(const std::vector<const RankData::Compilatio
     auto it = r.inputs.find(c->graph_id);
     if (it == r.inputs.end()) continue;
     for (const auto& in : it->second) {
+      if (positional_twin(in, compilations, r)) continue;
       std::string s = in.input + " dim " + std::to_string(in.dim) + " " + std::to_string(in.old_value) + "->" + std::to_string(in.new_value);
       if (std::find(out.begin(), out.end(), s) != out.end()) continue;
       out.push_back(s);
@@ -164,6 +177,50 @@ void compilation_json(Json& j, const RankData::Compilation& c, const RankData& r
   j.end_array().end_object();
 }
 
+// torch.compile's own ways out of a straggler that recompiled for a shape
+// change, each with what it would cost here (docs/findings.md): one entry per
+// option, empty unless a compilation is torch.compile's with a changed dim.
+struct TorchOption {
+  std::string option, effect;
+  double waiting_saved_s = 0, compile_added_s = 0;
+};
+std::vector<TorchOption> torch_options(const std::vector<const RankData::Compilation*>& compilations, const RankData& r,
+                                       const std::vector<DimKey>& dims, size_t world, int64_t compile_ns, int64_t waited_ns) {
+  bool torch = false;
+  for (const auto* c : compilations) torch = torch || c->framework == "torch.compile";
+  if (!torch || dims.empty()) return {};
+  std::string dynamic;  // the dims this rank's automatic dynamic made dynamic
+  for (const auto* c : compilations)
+    if (auto it = r.inputs.find(c->graph_id); it != r.inputs.end())
+      for (const auto& in : it->second) {
+        std::string d = in.input + " dim " + std::to_string(in.dim);
+        if (in.dynamic && !positional_twin(in, compilations, r) && dynamic.find(d) == std::string::npos) dynamic += (dynamic.empty() ? "" : ", ") + d;
+      }
+  const std::string who = "rank " + std::to_string(r.id.rank);
+  std::string marks;
+  for (const auto& d : dims) marks += (marks.empty() ? "" : "; ") + ("torch._dynamo.mark_dynamic(" + d.first + ", " + std::to_string(d.second) + ")");
+  const double waited = seconds(waited_ns), compile = seconds(compile_ns);
+  return {
+      {marks + " on every rank before the first step",
+       "one dynamic graph from the start, so no rank recompiles for it alone" +
+           (dynamic.empty() ? std::string() : "; automatic dynamic decides per rank: here " + who + " alone made " + dynamic + " dynamic"),
+       waited, 0},
+      {"torch._dynamo.config.enable_compiler_collective = True",
+       "the ranks agree on what to make dynamic and recompile together: the others compile instead of waiting",
+       waited, compile * static_cast<double>(world > 0 ? world - 1 : 0)},
+      {"torch's profile-guided dynamic shapes (the same TORCH_COMPILE_JOB_ID, its cache kept)",
+       "the next run of this job starts with the dims dynamic that this run made dynamic: no saving in this run", 0, 0},
+  };
+}
+
+std::string torch_options_text(const std::vector<TorchOption>& options) {
+  if (options.empty()) return {};
+  return " torch.compile's own ways, instead: " + options[0].option + " (" + options[0].effect + "; saves the " +
+         format_seconds(options[0].waiting_saved_s) + " of waiting); " + options[1].option + " (" + options[1].effect + ": saves the " +
+         format_seconds(options[1].waiting_saved_s) + " of waiting, costs about " + format_seconds(options[1].compile_added_s) +
+         " of compiling on the other ranks); " + options[2].option + " (" + options[2].effect + ").";
+}
+
 std::vector<int64_t> rank_numbers(const std::vector<RankData>& ranks, const std::vector<size_t>& idx) {
   std::vector<int64_t> out;
   for (size_t i : idx) out.push_back(ranks[i].id.rank);
@@ -191,6 +248,7 @@ JobFinding straggler_finding(const StragglerGroup& g, const std::vector<RankData
   f.estimated_saving_s = seconds(total);
   out.ranks = {r.id.rank};
   std::string because;
+  std::vector<TorchOption> options;
   switch (g.cause) {
     case kCompile: {
       int64_t compile_ns = 0;
@@ -205,8 +263,9 @@ JobFinding straggler_finding(const StragglerGroup& g, const std::vector<RankData
       because = "it compiled " + plural(static_cast<int64_t>(g.compilations.size()), "graph", "graphs") + " (" + joined(why) +
                 (changes.empty() ? "" : ": " + joined(changes)) + ", " + format_seconds(seconds(compile_ns)) + ")";
       std::string pad = pad_advice(dims, largest);
+      options = torch_options(g.compilations, r, dims, ranks.size(), compile_ns, total);
       if (!pad.empty()) {
-        f.suggestion = pad + " (then no rank compiles alone while the others wait); " + saving + ".";
+        f.suggestion = pad + " (then no rank compiles alone while the others wait); " + saving + "." + torch_options_text(options);
       } else {
         f.suggestion = "Make every rank compile the same graphs at the same steps (the same shapes and the same branches on every rank; "
                        "see distributed.desync), or share TC_CACHE_DIR so that the ranks load what one of them built; " + saving + ".";
@@ -236,6 +295,14 @@ JobFinding straggler_finding(const StragglerGroup& g, const std::vector<RankData
                      "device and host (" + (r.id.host.empty() ? std::string("unknown host") : r.id.host) + "), or give it a smaller shard; " + saving + ".";
       break;
     case kOther:
+      if (r.executions.empty()) {  // a framework's rank: its execution is not measured between collectives, so it is in here
+        because = "it spent longer outside compiling (" + format_seconds(seconds(g.excess[kOther])) +
+                  " more than the median rank: executing, input pipeline, host work; the framework's execution is not measured apart)";
+        f.suggestion = "Look at what " + who + " does between collectives besides compiling (its forward and backward, data loading, "
+                       "preprocessing, logging, a busy host): it took " + format_seconds(seconds(g.excess[kOther])) + " longer than the median rank; " +
+                       saving + ".";
+        break;
+      }
       because = "it spent longer outside compiling and executing (" + format_seconds(seconds(g.excess[kOther])) +
                 " more than the median rank: input pipeline, host work)";
       f.suggestion = "Look at what " + who + " does between collectives besides tc's compiling and executing (data loading, preprocessing, "
@@ -266,7 +333,14 @@ JobFinding straggler_finding(const StragglerGroup& g, const std::vector<RankData
   for (const auto* e : g.evaluations) {
     j.begin_object().field("kind", e->kind).field("call_site", e->site).field("step", e->step).field("total_s", seconds(e->dur)).end_object();
   }
-  j.end_array().end_object();
+  j.end_array();
+  if (!options.empty()) {
+    j.key("torch_options").begin_array();
+    for (const TorchOption& o : options)
+      j.begin_object().field("option", o.option).field("effect", o.effect).field("waiting_saved_s", o.waiting_saved_s).field("compile_added_s", o.compile_added_s).end_object();
+    j.end_array();
+  }
+  j.end_object();
   f.evidence_json = j.str();
   return out;
 }
@@ -349,7 +423,10 @@ void stragglers(const std::vector<RankData>& ranks, const std::map<DimKey, int64
     const StragglerGroup& g = groups[key];
     const double delay = seconds(g.delay());
     const int64_t step_ns = step_length(ranks[g.rank], g.step);
-    bool material = delay >= kMaterialS || (delay >= kMaterialFloorS && step_ns > 0 && delay >= kMaterialShare * seconds(step_ns));
+    // A framework's rank (no executions measured): its `other` holds its forward and backward, whose
+    // jitter between ranks of one host is milliseconds; only kMaterialS makes that a finding.
+    const bool unmeasured = g.cause == kOther && ranks[g.rank].executions.empty();
+    bool material = delay >= kMaterialS || (!unmeasured && delay >= kMaterialFloorS && step_ns > 0 && delay >= kMaterialShare * seconds(step_ns));
     if (!material) continue;
     JobFinding f = straggler_finding(g, ranks, largest, step_ns);
     job.straggler_wait_s += f.finding.estimated_saving_s;

@@ -21,10 +21,12 @@ struct RankData {
   struct Compilation {
     int64_t ts = 0, dur = 0, graph_id = 0, step = 0;
     std::string signature, reason, trigger;
+    std::string framework = "tc";  // compilations.framework: 'torch.compile' gets torch's own remedies
   };
   struct Input {
     std::string input;
     int64_t dim = 0, old_value = 0, new_value = 0;
+    bool dynamic = false;  // the compiler made the dim dynamic in this compilation (torch.compile's automatic dynamic)
   };
   struct Evaluation {
     int64_t ts = 0, dur = 0, step = 0;

@@ -66,21 +66,25 @@ Status load_data(const store::Reader& r, Loaded& out, size_t store_index) {
     TC_RETURN_IF_ERROR(q.status());
   }
   {
-    auto q = r.query(std::string("SELECT utid, ts, dur, graph_id, step, signature, reason, trigger FROM compilations WHERE ") + kBlocking +
-                     " ORDER BY ts, id");
+    const bool framework = r.has(store::schema::compilations, "framework");
+    auto q = r.query(std::string("SELECT utid, ts, dur, graph_id, step, signature, reason, trigger, ") + (framework ? "framework" : "'tc'") +
+                     " FROM compilations WHERE " + kBlocking + " ORDER BY ts, id");
     while (q.next()) {
       if (RankData* d = rank_of(q.i64(0))) {
-        d->compilations.push_back({q.i64(1) + d->id.clock_offset_ns, q.i64(2), q.i64(3), q.i64(4), text(q.text(5)), text(q.text(6)), text(q.text(7))});
+        d->compilations.push_back(
+            {q.i64(1) + d->id.clock_offset_ns, q.i64(2), q.i64(3), q.i64(4), text(q.text(5)), text(q.text(6)), text(q.text(7)), text(q.text(8))});
         d->max_compile_dur = std::max(d->max_compile_dur, q.i64(2));
       }
     }
     TC_RETURN_IF_ERROR(q.status());
   }
   {
-    auto q = r.query("SELECT utid, graph_id, input, dim, old_value, new_value FROM compilation_inputs ORDER BY id");
+    const bool dynamic = r.has(store::schema::compilation_inputs, "dynamic");
+    auto q = r.query(std::string("SELECT utid, graph_id, input, dim, old_value, new_value, ") + (dynamic ? "dynamic" : "0") +
+                     " FROM compilation_inputs ORDER BY id");
     while (q.next()) {
       if (RankData* d = rank_of(q.i64(0))) {
-        d->inputs[q.i64(1)].push_back({q.is_null(2) ? std::string("(unnamed input)") : text(q.text(2)), q.i64(3), q.i64(4), q.i64(5)});
+        d->inputs[q.i64(1)].push_back({q.is_null(2) ? std::string("(unnamed input)") : text(q.text(2)), q.i64(3), q.i64(4), q.i64(5), q.i64(6) != 0});
       }
     }
     TC_RETURN_IF_ERROR(q.status());
@@ -373,6 +377,13 @@ StatusOr<JobReport> analyze_job(const std::vector<std::string>& paths, const Opt
     }
     s.explicit_evaluations = static_cast<int64_t>(d.evaluations.size());
     for (const auto& e : d.executions) s.execute_s += static_cast<double>(e.dur) / 1e9;
+    if (d.executions.empty() && l.data.size() == 1) {  // a framework's rank: as its store's report measured it, or not at all
+      const auto& sum = l.report.summary;
+      s.execute_source = sum.execute_source.empty() ? "not measured: " + sum.execute_unmeasured : sum.execute_source;
+      s.execute_s = sum.execute_s;
+    } else if (d.executions.empty() && l.report.summary.execute_source != "executions") {
+      s.execute_source = "not measured: one store of several framework ranks";  // its report's steps are every rank's
+    }
     s.collectives = static_cast<int64_t>(d.collectives.size());
     s.clock_offset_ns = w.id.clock_offset_ns;
     s.clock_error_ns = w.id.clock_error_ns;
@@ -430,7 +441,7 @@ std::string job_json(const JobReport& job) {
     j.begin_object().field("rank", s.rank).field("store", s.store).field("host", s.host).field("pid", s.pid).field("complete", s.complete);
     j.field("wall_s", s.wall_s).field("steps", s.steps).field("compilations", s.compilations).field("recompilations", s.recompilations);
     j.field("explicit_evaluations", s.explicit_evaluations).field("collectives", s.collectives).field("collective_wait_s", s.collective_wait_s);
-    j.field("compile_s", s.compile_s).field("execute_s", s.execute_s).field("clock_offset_ns", s.clock_offset_ns);
+    j.field("compile_s", s.compile_s).field("execute_s", s.execute_s).field("execute_source", s.execute_source).field("clock_offset_ns", s.clock_offset_ns);
     j.field("clock_error_ns", s.clock_error_ns).end_object();
   }
   j.end_array();

@@ -95,6 +95,96 @@ def _register(torch):
         os.register_at_fork(after_in_child=forked)
     except Exception:
         pass
+    _register_ddp(torch)
+
+
+_COLLECTIVE = "tc.collective.all_reduce"  # store::schema::kCollectiveAllReduce
+
+
+def _register_ddp(torch):
+    """Times each gradient all-reduce of DistributedDataParallel over gloo: an NVTX start/end range named
+    _COLLECTIVE from the moment this rank's bucket is ready (its arrival) to the moment the all-reduce completes
+    (the last rank arrived and the sum came back), which the collector turns into collectives rows. It is a DDP
+    communication hook doing what DDP does without one (default_hooks.allreduce_hook: divide by the group's size,
+    all-reduce), registered as DDP's constructor ends, when DDP registered none; a hook registered later (by the
+    program's register_comm_hook, a built-in one as its Python twin in default_hooks, or DDP's own before the first
+    forward) replaces the all-reduce inside it. Nothing here runs inside a compiled region: DDP is constructed
+    outside torch.compile, so dynamo never sees these frames (a wrapper of _lazy_init, which DDP's forward calls,
+    was compiled as a frame of its own and broke the graph)."""
+    try:
+        import functools
+        import weakref
+
+        DDP = torch.nn.parallel.DistributedDataParallel
+        init, register = DDP.__dict__["__init__"], DDP.__dict__["register_comm_hook"]
+        builtin = DDP.__dict__["_register_builtin_comm_hook"]
+        start, end = torch.cuda.nvtx.range_start, torch.cuda.nvtx.range_end
+    except Exception:
+        return
+    inner = weakref.WeakKeyDictionary()  # a DDP module timed here -> (hook, state) of the all-reduce inside
+
+    def timed(state, bucket):  # state: the DDP module's weak reference
+        ddp = state()
+        hook, hook_state = inner[ddp]
+        at = start(_COLLECTIVE)
+        try:
+            fut = hook(hook_state, bucket)
+        except BaseException:
+            end(at)
+            raise
+
+        def done(f):
+            end(at)
+            return f.value()
+
+        return fut.then(done)
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        try:
+            import torch.distributed as dist
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+            if (self._comm_hooks or getattr(self, "reducer", None) is None or getattr(self, "_use_python_reducer", False)
+                    or dist.get_backend(self.process_group) != "gloo"):
+                return
+            inner[self] = (allreduce_hook, self.process_group)
+            dist._register_comm_hook(self.reducer, weakref.ref(self), timed)  # raises if a built-in hook is set
+        except Exception:
+            inner.pop(self, None)
+
+    def register_comm_hook(self, state, hook):
+        if self not in inner:
+            return register(self, state, hook)
+        self._check_comm_hook(hook)
+        if self.logger is not None:
+            self.logger._set_comm_hook_name(hook.__qualname__)
+        self._comm_hooks.append((hook, state))
+        inner[self] = (hook, state)
+
+    def _register_builtin_comm_hook(self, comm_hook_type):
+        if self not in inner:
+            return builtin(self, comm_hook_type)
+        import torch.distributed as dist
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        twins = {dist.BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+                 dist.BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook}
+        if comm_hook_type not in twins:
+            return builtin(self, comm_hook_type)  # DDP refuses it, as it would refuse any second hook
+        if self.logger is not None:
+            self.logger._set_comm_hook_name(str(comm_hook_type))
+        inner[self] = (twins[comm_hook_type], self.process_group)
+
+    try:
+        register_comm_hook.__wrapped__ = register
+        register_comm_hook.__doc__ = register.__doc__
+        _register_builtin_comm_hook.__wrapped__ = builtin
+        DDP.__init__ = functools.wraps(init)(__init__)
+        DDP.register_comm_hook = register_comm_hook
+        DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+    except Exception:
+        pass
 
 
 def _watch(register):

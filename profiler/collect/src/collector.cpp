@@ -343,6 +343,12 @@ struct Collector::Impl {
   bool any_step_mark = false;
   std::map<int64_t, std::vector<uint64_t>> step_marks;
   static constexpr size_t kMaxStepMarks = 1 << 22;
+  HookCollectives hook_collectives;  // its all-reduce ranges
+  // Each process's rank from its environment (launcher_place_of), when this collector is no rank itself (one
+  // tc-profile over a whole torchrun); those that recorded a tc::dist rank of their own keep that.
+  const bool collector_is_rank = trace::launcher::any_place(trace::launcher::from_environment).rank >= 0;
+  std::map<int64_t, trace::launcher::Place> env_places;  // upid -> place
+  std::set<int64_t> dist_ranks;                          // upids with a ranks record
   std::map<std::string, std::string> framework_logs;  // framework name -> its log directory (import_logs())
   std::string attach_report;                          // attach_reports()
   std::vector<std::pair<int64_t, std::string>> unattached;  // upid, reason: processes that could not attach
@@ -428,6 +434,9 @@ struct Collector::Impl {
     processes.push_back({static_cast<int64_t>(processes.size() + 1), pid, comm_of(pid)});
     process_by_pid[pid] = processes.size() - 1;
     ProcessRow& p = processes.back();
+    if (!collector_is_rank && !started_before_run(pid)) {
+      if (trace::launcher::Place place = launcher_place_of(pid); place.rank >= 0) env_places[p.upid] = place;
+    }
     // Written now (and again, complete, at the end) so that a store whose
     // collector was killed still names its processes and threads.
     if (writing()) keep(process_row(p).insert());
@@ -664,6 +673,7 @@ struct Collector::Impl {
         if (field[1] == "nvtx" && field[2].empty()) {
           if (field[0] == kStepMark) step_mark_locs.insert(s.loc);
           if (field[0] == kStepsStartMark) steps_start_locs.insert(s.loc);
+          hook_collectives.location(s.loc, field[0]);
           any_step_mark = !step_mark_locs.empty() || !steps_start_locs.empty();
         }
         break;
@@ -691,6 +701,7 @@ struct Collector::Impl {
         std::vector<int64_t> fields(n);
         std::memcpy(fields.data(), p, n * sizeof(int64_t));
         count_record(static_cast<uint16_t>(s.loc), fields);
+        take_hook_collective(static_cast<uint16_t>(s.loc), proc.upid, rr.utid, fields);
         bool force = pending.size() >= kMaxPending;
         if (!write_record(static_cast<uint16_t>(s.loc), rr.utid, fields.data(), n, force)) {
           pending.push_back({static_cast<uint16_t>(s.loc), rr.utid, std::move(fields)});
@@ -956,6 +967,43 @@ struct Collector::Impl {
     }
   }
 
+  void take_hook_collective(uint16_t kind, int64_t upid, int64_t utid, const std::vector<int64_t>& f) {
+    using trace::RecordKind;
+    if (kind == static_cast<uint16_t>(RecordKind::kCollective)) hook_collectives.native(upid);
+    if (kind == static_cast<uint16_t>(RecordKind::kRank)) dist_ranks.insert(upid);
+    if (!hook_collectives.any()) return;
+    const auto ns = [&](int64_t ticks) { return trace::count_column(clock.to_ns(static_cast<uint64_t>(ticks))); };
+    if (kind == static_cast<uint16_t>(RecordKind::kNvtxRangeStart) && f.size() == 4 && f[2] >= 0 && f[2] <= UINT32_MAX)
+      hook_collectives.start(upid, utid, static_cast<uint32_t>(f[2]), f[1], ns(f[0]));
+    if (kind == static_cast<uint16_t>(RecordKind::kNvtxRangeEnd) && f.size() == 2) hook_collectives.end(upid, f[1], ns(f[0]));
+  }
+
+  // A ranks row per process whose environment named its rank (clock offset 0: one host's clock).
+  void write_env_ranks() {
+    for (const auto& [upid, place] : env_places) {
+      if (dist_ranks.contains(upid)) continue;
+      auto row = writer.row(store::schema::ranks);
+      row.null().i64(utid_of_process(processes[static_cast<size_t>(upid - 1)].pid)).i64(place.rank).i64(place.size).text(info.host);
+      if (place.job.empty()) row.null(); else row.text(place.job);
+      keep(row.i64(0).i64(0).insert());
+    }
+  }
+
+  // The hook's collectives, once the steps are known (write_python_steps).
+  void write_hook_collectives() {
+    const auto ends = [this](int64_t upid) -> const std::vector<int64_t>* {
+      auto it = step_ends.find(processes[static_cast<size_t>(upid - 1)].pid);
+      return it == step_ends.end() ? nullptr : &it->second;
+    };
+    for (const HookCollectives::Row& c : hook_collectives.rows(ends)) {
+      keep(writer.row(store::schema::collectives).null().i64(c.utid).i64(c.ts).i64(c.dur).i64(c.step).i64(c.seq).text(c.op).null().null()
+               .i64(c.loc).insert());
+    }
+    if (hook_collectives.skipped() > 0)
+      notes.push_back(with_commas(hook_collectives.skipped()) + " collectives of tc's Python hook past the first " +
+                      with_commas(HookCollectives::kMax) + " were not stored (their NVTX ranges were)");
+  }
+
   // The thread a process's imported rows belong to: its first thread, else a new one (tid = pid).
   int64_t utid_of_process(uint32_t pid) {
     ProcessRow& p = process_for(pid);
@@ -1129,6 +1177,8 @@ Status Collector::finish(const RunEnd& end) {
   m.final_no_ring = m.region.header().dropped_no_ring.load(std::memory_order_relaxed);
   m.final_drops = true;
   if (!m.discarding) m.write_python_steps();
+  if (!m.discarding) m.write_hook_collectives();
+  if (!m.discarding) m.write_env_ranks();
   if (!m.discarding && !m.framework_logs.empty()) m.import_frameworks_kept(end.end_ts);
   if (!m.discarding && !m.attach_report.empty()) m.take_attach_failures();
   RunEnd final_end = end;

@@ -82,6 +82,10 @@ struct RankSummary {
   // The sum over its collectives of (last arrival there - its arrival), on the aligned clock.
   double collective_wait_s = 0;
   double compile_s = 0, execute_s = 0;
+  // As the report's JSON execute_source: "executions", "steps" (a framework's
+  // rank: its steps less their compiling) or "not measured: WHY" (execute_s
+  // then means nothing).
+  std::string execute_source = "executions";
   int64_t clock_offset_ns = 0, clock_error_ns = 0;
 };
 

@@ -29,14 +29,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "tc/store/schema.h"
+#include "tc/trace/launcher.h"
 #include "tc/store/status.h"
 
 namespace tc::trace {
@@ -162,6 +168,61 @@ AttachFailures read_attach_failures(const std::string& path);
 // (framework 'torch'): step k runs from the mark before it to its own.
 using store::schema::kStepMark;
 using store::schema::kStepsStartMark;
+
+// A process's place in its launcher's job (tc/trace/launcher.h any_place)
+// from its environment at exec: /proc/PID/environ, read up to 1 MiB (a
+// variable past that is not seen); rank -1 when it names none or cannot be
+// read (the process is gone, or not this user's). One tc-profile over a whole
+// torchrun sees each rank's process this way: its ranks rows (clock offset
+// 0: one host's CLOCK_MONOTONIC) make the store one of several ranks.
+trace::launcher::Place launcher_place_of(uint32_t pid);
+// The same from an environ block ("NAME=VALUE\0..."); tests.
+trace::launcher::Place launcher_place_from(std::string_view environ);
+
+// The collectives of tc's Python hook (store::schema::kCollectivePrefix: an
+// NVTX start/end range of the default domain around each of DDP's gradient
+// all-reduces over gloo, from this rank's arrival to the completion), as
+// collectives rows: per process, seq from 1 in order of arrival, step = the
+// number of its steps that ended before the arrival. A process that recorded
+// tc::dist collectives keeps those only. A range the program's end cut (no
+// end) has no row. At most `max` ranges are kept (about 100 bytes each);
+// the rest are counted.
+class HookCollectives {
+ public:
+  static constexpr size_t kMax = size_t{1} << 20;
+  explicit HookCollectives(size_t max = kMax) : max_(max) {}
+  // A location definition of NVTX's default domain named `name`.
+  void location(uint32_t loc, std::string_view name);
+  bool any() const { return !ops_.empty(); }
+  void start(int64_t upid, int64_t utid, uint32_t loc, int64_t range_id, int64_t ts);
+  void end(int64_t upid, int64_t range_id, int64_t ts);
+  void native(int64_t upid) { native_.insert(upid); }  // it recorded a tc::dist collective
+  struct Row {
+    int64_t utid = 0, ts = 0, dur = 0, step = 0, seq = 0;
+    std::string op;
+    uint32_t loc = 0;
+  };
+  // The rows, each process's in order of arrival; step_ends(upid): the ends
+  // of that process's steps, ascending (nullptr: none).
+  std::vector<Row> rows(const std::function<const std::vector<int64_t>*(int64_t upid)>& step_ends) const;
+  uint64_t skipped() const { return skipped_; }
+
+ private:
+  struct Open {
+    int64_t utid, ts;
+    uint32_t loc;
+  };
+  struct Done {
+    int64_t upid, utid, ts, dur;
+    uint32_t loc;
+  };
+  std::unordered_map<uint32_t, std::string> ops_;  // loc -> op
+  std::map<std::pair<int64_t, int64_t>, Open> open_;  // (upid, range_id)
+  std::vector<Done> done_;
+  std::set<int64_t> native_;
+  uint64_t skipped_ = 0;
+  size_t max_;
+};
 
 // Converts the recording clock to CLOCK_MONOTONIC ns. For the TSC it is a
 // continuous, strictly increasing piecewise-linear map, recalibrated against

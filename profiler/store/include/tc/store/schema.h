@@ -96,10 +96,15 @@ extern const TableDecl counter_series;
 // The instants names of tc's Python start-up hook (python/sitecustomize.py's
 // NVTX marks, default domain): kStepMark ends an optimizer step and
 // kStepsStartMark opens the first. The collector turns them into steps rows;
-// the analysis keeps them out of the program's own marks.
+// the analysis keeps them out of the program's own marks. kCollectiveAllReduce
+// is an NVTX start/end range around each of DDP's gradient all-reduces (from
+// this rank's arrival to its completion), which the collector turns into
+// collectives rows (op: the name after kCollectivePrefix).
 inline constexpr const char* kStepMark = "tc.optimizer_step";
 inline constexpr const char* kStepsStartMark = "tc.optimizer_steps_start";
-inline constexpr const char* kHookMarks[] = {kStepMark, kStepsStartMark};
+inline constexpr const char* kCollectivePrefix = "tc.collective.";
+inline constexpr const char* kCollectiveAllReduce = "tc.collective.all_reduce";
+inline constexpr const char* kHookMarks[] = {kStepMark, kStepsStartMark, kCollectiveAllReduce};
 // Compiler and runtime records, one table per kind of tc/trace/records.h
 // (schema::steps, schema::compilations, ..., schema::run_env): columns id,
 // utid (unless the row is the run's, as in run_env), then the record's fields.
