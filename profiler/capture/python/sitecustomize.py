@@ -64,6 +64,7 @@ def _chain():
 
 
 _XLA_STEPS = []  # not empty once the PyTorch/XLA hook counts steps by torch_xla.sync()
+_TORCH_STEP_ENDS = []  # called at each step the hook marks (the torch.compile log's step records)
 
 
 def _register(torch):
@@ -81,6 +82,11 @@ def _register(torch):
             first.append(id(optimizer))
         if first[0] == id(optimizer):
             mark("tc.optimizer_step")
+            for step_ended in _TORCH_STEP_ENDS:
+                try:
+                    step_ended()
+                except Exception:
+                    pass
 
     def forked():  # a child of fork() (a multiprocessing worker): its own first step starts here
         first.clear()
@@ -95,6 +101,7 @@ def _register(torch):
         os.register_at_fork(after_in_child=forked)
     except Exception:
         pass
+    _register_torch_compile(torch)
 
 
 def _watch(register):
@@ -134,6 +141,91 @@ def _watch(register):
     finder.find_spec = classmethod(find_spec)
 
 
+# ---------------------------------------------------------------- torch.compile
+
+
+def _register_torch_compile(torch):
+    """Writes TORCH_TRACE/tc-torch-PID.jsonl when TORCH_TRACE is set (tc-profile collects torch.compile's trace): a
+    "start" record, then one "step" record at each step the hook marks, with the time of the step's first call of
+    what torch.compile returned ("call") made with autograd on (a training call, not an evaluation's) and, when they
+    differ from the record before, the shapes of that call's arguments by the compiled function's (or module's
+    forward's) parameter names ("in"; _arg_shapes). torch.compile is replaced by a function that calls it and wraps
+    what it returns: a module's forward (the OptimizedModule keeps its type; pickling drops the wrapper), a function
+    in a function (functools.wraps). A call made while torch compiles is passed through."""
+    directory = os.environ.get("TORCH_TRACE")
+    original = getattr(torch, "compile", None)
+    if not directory or not callable(original):
+        return
+    import functools
+    import time
+
+    now = time.monotonic_ns  # CLOCK_MONOTONIC: the store's clock
+    log = _open_log(directory, "tc-torch", ".jsonl")
+    if log is None:
+        return
+    log.record(k="start", ts=now(), pid=log.pid, torch=str(getattr(torch, "__version__", "")))
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+    step = {"call": None, "in": None, "last": None}  # this step's first call and its shapes, the shapes written last
+
+    def step_ended():
+        call, shapes = step["call"], step["in"]
+        step["call"] = None
+        if call is None:
+            log.line('{"k":"step","end":%d}\n' % now())
+        elif shapes == step["last"]:
+            log.line('{"k":"step","end":%d,"call":%d}\n' % (now(), call))
+        else:
+            step["last"] = shapes
+            log.record(k="step", end=now(), call=call, **{"in": {n: list(v) for n, v in shapes}})
+
+    def wrap(fn, names):
+        @functools.wraps(fn)
+        def compiled_call(*args, **kwargs):
+            if not compiling() and step["call"] is None and torch.is_grad_enabled():
+                step["call"] = now()
+                try:
+                    step["in"] = _arg_shapes(names, args, kwargs)
+                except Exception:
+                    step["in"] = ()
+            return fn(*args, **kwargs)
+
+        if hasattr(fn, "__wrapped__"):  # what torch's own wrapper unwraps to: the program's function
+            compiled_call.__wrapped__ = fn.__wrapped__
+        return compiled_call
+
+    @functools.wraps(original)
+    def compile(model=None, *args, **kwargs):
+        compiled = original(model, *args, **kwargs)
+        if model is None:  # the decorator form: it calls torch.compile again with the function
+            return compiled
+        try:
+            names = _compiled_names(torch, model)
+            if not isinstance(compiled, torch.nn.Module):
+                return wrap(compiled, names)
+            if callable(compiled.__dict__.get("forward")):
+                compiled.__dict__["forward"] = wrap(compiled.__dict__["forward"], names)
+        except Exception:
+            pass
+        return compiled
+
+    torch.compile = compile
+    _TORCH_STEP_ENDS.append(step_ended)
+
+
+def _compiled_names(torch, model):
+    """The parameter names of what torch.compile compiles: a module's forward's (Module.compile() passes its bound
+    _call_impl), a function's, a bound method's without self."""
+    f = model.forward if isinstance(model, torch.nn.Module) else model
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, torch.nn.Module) and getattr(f, "__name__", "") == "_call_impl":
+        f = owner.forward
+    code = getattr(getattr(f, "__func__", f), "__code__", None)
+    if code is None:
+        return ()
+    names = code.co_varnames[:code.co_argcount]
+    return names[1:] if getattr(f, "__self__", None) is not None else names
+
+
 # ---------------------------------------------------------------- JAX
 
 _JAX_MAX_BYTES = 64 << 20
@@ -143,14 +235,14 @@ class _JaxLog:
     """The JSON lines of DIR/PREFIX-PID.log, each written by one os.write to an O_APPEND descriptor as it is
     recorded: a program that ends in os._exit() or is killed keeps every line before it."""
 
-    def __init__(self, directory, prefix="jax"):
+    def __init__(self, directory, prefix="jax", suffix=".log"):
         import json
 
         self.json = json
         self.written = 0
         self.pid = os.getpid()
         try:
-            self.fd = os.open(os.path.join(directory, "%s-%d.log" % (prefix, self.pid)),
+            self.fd = os.open(os.path.join(directory, "%s-%d%s" % (prefix, self.pid, suffix)),
                               os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND, 0o600)
         except OSError:
             self.fd = None
@@ -184,9 +276,9 @@ class _JaxLog:
         self.close()
 
 
-def _open_log(directory, prefix):
+def _open_log(directory, prefix, suffix=".log"):
     """DIR/PREFIX-PID.log (_JaxLog), closed in a forked child; None when it cannot be made."""
-    log = _JaxLog(directory, prefix)
+    log = _JaxLog(directory, prefix, suffix)
     if log.fd is None:
         return None
     try:
@@ -241,7 +333,7 @@ def _arg_shapes(names, args, kwargs):
 
     def take(name, v):
         shape = getattr(v, "shape", None)
-        if type(shape) is tuple and len(out) < 64:
+        if isinstance(shape, tuple) and len(out) < 64:  # torch.Size is a tuple
             out.append((name, shape))
 
     for i, v in enumerate(args):
