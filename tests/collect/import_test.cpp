@@ -221,18 +221,58 @@ TEST(TorchTraceImport, Buckets) {
   tc::import::import_testing::expect_expected(fixture, tables(path) + more.text());
 }
 
+// A fixture with the hook's log imported with the run row and its own clock pair (clock.txt), then analyzed.
+tc::analysis::Report analyze_with_its_clock(const Scratch& s, const std::string& fixture) {
+  const auto [unix_ns, monotonic_ns] = clock_of(fixture);
+  EXPECT_NE(unix_ns, 0u) << fixture << " has no clock.txt";
+  const std::string path = tc::import::import_testing::import_with_run(tc::import::import_torch_trace, kFixtures + fixture,
+                                                                       (s.dir / (fixture + "-run.tcdb")).string(), nullptr, monotonic_ns, unix_ns);
+  auto r = tc::store::Reader::open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  auto rep = tc::analysis::analyze(*r);
+  EXPECT_TRUE(rep.ok()) << rep.status().message();
+  return rep.ok() ? *rep : tc::analysis::Report{};
+}
+
 TEST(TorchTraceImport, BucketsFindingsMatchTheTruth) {
   Scratch s;
-  const std::string fixture = "torch-2.15.0-buckets";
-  const auto [unix_ns, monotonic_ns] = clock_of(fixture);
-  ASSERT_NE(unix_ns, 0u);
-  const std::string path = tc::import::import_testing::import_with_run(tc::import::import_torch_trace, kFixtures + fixture,
-                                                                       (s.dir / "buckets.tcdb").string(), nullptr, monotonic_ns, unix_ns);
-  auto r = tc::store::Reader::open(path);
-  ASSERT_TRUE(r.ok());
-  auto rep = tc::analysis::analyze(*r);
-  ASSERT_TRUE(rep.ok()) << rep.status().message();
-  tc::import::import_testing::expect_bucket_truth(*rep);
+  tc::import::import_testing::expect_bucket_truth(analyze_with_its_clock(s, "torch-2.15.0-buckets"));
+}
+
+// A Hugging Face Trainer run (hf_trainer_padding.py: torch_compile=True,
+// DataCollatorWithPadding, a tiny BERT from a config; truth.json): the
+// collator pads each batch to its longest, torch.compile made input_ids' length
+// dynamic at its second size, and later batches reached 94 tokens. From the
+// trace alone tc said "pad to 64"; with the hook's records each step counts
+// under the length it ran and the pad size is never below the data's longest.
+// torch names the inputs by the frame it compiled, transformers' decorator
+// around forward (wrapper(self, *args, **kwargs)): kwargs.input_ids, and the hook
+// names them so too.
+TEST(TorchTraceImport, HfTrainerPadsNoLowerThanTheLongestBatch) {
+  Scratch s;
+  const std::string fixture = "torch-2.15.0-hf-trainer";
+  const tc::analysis::Report rep = analyze_with_its_clock(s, fixture);
+  tc::test::JsonValue truth = tc::test::JsonParser(read(kFixtures + fixture + "/truth.json")).parse();
+  std::map<int64_t, int64_t> expected;
+  for (const auto& [size, steps] : truth["input_ids dim 1 steps per size"].o) expected[std::stoll(size)] = static_cast<int64_t>(steps.n);
+  EXPECT_EQ(rep.summary.steps, truth["steps"].n);
+  const tc::analysis::Finding* length = nullptr;
+  for (const auto& f : rep.findings)
+    if (f.kind == "recompilation.shape_change" && (f.identity.starts_with("kwargs.input_ids dim 1:") ||
+                                                   f.evidence_json.find("\"kwargs.input_ids dim 1\"") != std::string::npos))
+      length = &f;
+  std::string all;
+  for (const auto& f : rep.findings) all += f.kind + " " + f.identity + ": " + f.title + "\n";
+  ASSERT_NE(length, nullptr) << all;
+  tc::test::JsonValue ev = tc::test::JsonParser(length->evidence_json).parse();
+  std::map<int64_t, int64_t> steps;
+  for (const auto& v : ev["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  EXPECT_EQ(steps, expected) << length->evidence_json;
+  EXPECT_GE(ev["pad"]["to"].n, truth["largest"].n) << length->suggestion;
+  EXPECT_NEAR(ev["pad"]["padding_waste"].n, truth["padding share at the largest"].n, 0.05);
+  EXPECT_EQ(ev["steps_unrecorded"].n, 0);
+  EXPECT_EQ(length->suggestion.find("to 64"), std::string::npos) << length->suggestion;
 }
 
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.

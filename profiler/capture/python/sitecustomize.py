@@ -148,8 +148,8 @@ def _register_torch_compile(torch):
     """Writes TORCH_TRACE/tc-torch-PID.jsonl when TORCH_TRACE is set (tc-profile collects torch.compile's trace): a
     "start" record, then one "step" record at each step the hook marks, with the time of the step's first call of
     what torch.compile returned ("call") made with autograd on (a training call, not an evaluation's) and, when they
-    differ from the record before, the shapes of that call's arguments by the compiled function's (or module's
-    forward's) parameter names ("in"; _arg_shapes). torch.compile is replaced by a function that calls it and wraps
+    differ from the record before, the shapes of that call's arguments named as torch names the compiled frame's
+    inputs ("in"; _compiled_params, _call_names, _arg_shapes). torch.compile is replaced by a function that calls it and wraps
     what it returns: a module's forward (the OptimizedModule keeps its type; pickling drops the wrapper), a function
     in a function (functools.wraps). A call made while torch compiles is passed through."""
     directory = os.environ.get("TORCH_TRACE")
@@ -184,7 +184,8 @@ def _register_torch_compile(torch):
             if not compiling() and step["call"] is None and torch.is_grad_enabled():
                 step["call"] = now()
                 try:
-                    step["in"] = _arg_shapes(names, args, kwargs)
+                    named, keywords = _call_names(names, args, kwargs)
+                    step["in"] = _arg_shapes(named, args, keywords)
                 except Exception:
                     step["in"] = ()
             return fn(*args, **kwargs)
@@ -199,7 +200,7 @@ def _register_torch_compile(torch):
         if model is None:  # the decorator form: it calls torch.compile again with the function
             return compiled
         try:
-            names = _compiled_names(torch, model)
+            names = _compiled_params(torch, model)
             if not isinstance(compiled, torch.nn.Module):
                 return wrap(compiled, names)
             if callable(compiled.__dict__.get("forward")):
@@ -212,18 +213,35 @@ def _register_torch_compile(torch):
     _TORCH_STEP_ENDS.append(step_ended)
 
 
-def _compiled_names(torch, model):
-    """The parameter names of what torch.compile compiles: a module's forward's (Module.compile() passes its bound
-    _call_impl), a function's, a bound method's without self."""
+def _compiled_params(torch, model):
+    """(positional names, all named parameters, *name, **name) of the frame torch.compile compiles: a module's forward
+    as its instance has it (a decorator's wrapper(*args, **kwargs) included: that is the frame torch names inputs by;
+    Module.compile() passes its bound _call_impl), a function's; a bound method's positional names without self."""
+    try:  # a torch.nn module of torch's own: torch compiles an inline function(*args, **kwargs) that calls it
+        if isinstance(model, torch.nn.Module) and torch._dynamo.eval_frame.OptimizedModule._forward_has_skip_rule(model):
+            return (), (), "args", "kwargs"
+    except Exception:
+        pass
     f = model.forward if isinstance(model, torch.nn.Module) else model
     owner = getattr(f, "__self__", None)
     if isinstance(owner, torch.nn.Module) and getattr(f, "__name__", "") == "_call_impl":
         f = owner.forward
     code = getattr(getattr(f, "__func__", f), "__code__", None)
     if code is None:
-        return ()
-    names = code.co_varnames[:code.co_argcount]
-    return names[1:] if getattr(f, "__self__", None) is not None else names
+        return (), (), None, None
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    varargs = code.co_varnames[n + k] if code.co_flags & 0x04 else None  # CO_VARARGS
+    varkw = code.co_varnames[n + k + (varargs is not None)] if code.co_flags & 0x08 else None  # CO_VARKEYWORDS
+    bound = getattr(f, "__self__", None) is not None
+    return code.co_varnames[bound:n], code.co_varnames[:n + k], varargs, varkw
+
+
+def _call_names(params, args, kwargs):
+    """(names, kwargs) for _arg_shapes, named as torch names a compiled frame's inputs: the positional parameters,
+    then *args' items as args[0] ..., and keyword arguments by their parameter, else as kwargs['name']."""
+    positional, named, varargs, varkw = params
+    names = tuple(positional) + tuple("%s[%d]" % (varargs or "args", j) for j in range(len(args) - len(positional)))
+    return names, {(k if k in named or not varkw else "%s[%r]" % (varkw, k)): v for k, v in kwargs.items()}
 
 
 # ---------------------------------------------------------------- JAX
