@@ -61,8 +61,16 @@ TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
     if (ev["dim"].n == 0 && ev["short_last_batch"].b) batch = f;
   }
   ASSERT_NE(length, nullptr) << a.out;
+  // The sizes that compiled, and every step under the length the script padded it to (tc's hook records each step's
+  // inputs; the lengths after the dim went dynamic compile nothing and are only there).
   std::set<int64_t> compiled;
-  for (const JsonValue& v : (*length)["evidence"]["values"].a) compiled.insert(static_cast<int64_t>(v["value"].n));
+  std::map<int64_t, int64_t> steps, printed;
+  for (const JsonValue& v : (*length)["evidence"]["values"].a) {
+    if (v["compilations"].n > 0) compiled.insert(static_cast<int64_t>(v["value"].n));
+    steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  }
+  for (const auto& [rows, len] : shapes) ++printed[len];
+  EXPECT_EQ(steps, printed) << a.out;
   int64_t second = 0;
   for (const auto& [rows, len] : shapes)
     if (len != shapes.front().second) {
@@ -73,6 +81,7 @@ TEST(TorchCompilePython, AnUnmodifiedScriptGetsTcsDiagnosis) {
   const JsonValue& ev = (*length)["evidence"];
   EXPECT_GT(std::max(ev["pad"]["estimated_saving_s"].n, ev["buckets"]["estimated_saving_s"].n), 0) << a.out;
   EXPECT_GE(ev["pad"]["to"].n, static_cast<double>(*compiled.rbegin()));
+  EXPECT_GE(ev["pad"]["to"].n, static_cast<double>(printed.rbegin()->first)) << "never below the data's largest";
   // The short last batch: 4 rows instead of 8.
   ASSERT_NE(batch, nullptr) << a.out;
   EXPECT_NE((*batch)["suggestion"].s.find("short last batch (4 instead of 8)"), std::string::npos) << (*batch)["suggestion"].s;
