@@ -6,7 +6,8 @@ table: microseconds per call, best of 5 runs of --calls calls.
   python3 bench/hook_bench.py --hook-dir build/lib/tc/python --python .tc-test-venv/bin/python \
       --xla-python .tc-test-venv-xla/bin/python      (or: ninja -C build tc-bench-hook)
 
-Rows: torch (CPU tensors, torch alone), jax (a jitted call of the program's own function, an eager jnp op: jax's
+Rows: torch (CPU tensors, torch alone; a torch.compile'd module's call and an optimizer step with its first compiled
+call, TORCH_TRACE set in both runs), jax (a jitted call of the program's own function, an eager jnp op: jax's
 own jitted functions pass through the hook too), torch_xla (CPU tensors and XLA tensors once torch_xla is imported).
 """
 import argparse
@@ -52,6 +53,18 @@ def child(case, calls):
     rows[case + ": CPU tensor .tolist()"] = per_call_us(v.tolist, calls)
     rows[case + ": CPU tensor .cpu()"] = per_call_us(v.cpu, calls)
     rows[case + ": CPU tensor format()"] = per_call_us(lambda: format(c, ".3f"), calls)
+    if case == "torch":
+        model = torch.nn.Linear(4, 1)
+        compiled = torch.compile(model, backend="eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        compiled(v)
+
+        def step():
+            compiled(v)
+            opt.step()
+
+        rows[case + ": call of a torch.compile'd module (eager)"] = per_call_us(lambda: compiled(v), calls)
+        rows[case + ": optimizer step + its first compiled call"] = per_call_us(step, calls)
     if case == "torch_xla":
         import torch_xla
 
@@ -76,6 +89,7 @@ def run(python, case, hook_dir, calls):
             env.pop("PYTHONPATH", None)
             if hooked:
                 env.update(PYTHONPATH=hook_dir, TC_JAX_LOG_DIR=logs, TC_XLA_LOG_DIR=logs)
+            env.update(TORCH_TRACE=os.path.join(logs, "hooked" if hooked else "plain"))  # torch's trace either way
             r = subprocess.run([python, os.path.abspath(__file__), "--child", case, "--calls", str(calls)], env=env,
                                capture_output=True, text=True)
             if r.returncode != 0:

@@ -7,13 +7,13 @@ cache hit. Prints the truth as one JSON line.
 
   tc-profile -o run.tcdb -- python jax_buckets.py
 """
-import json
-
 import jax
 import jax.numpy as jnp
 
-LENGTHS = [32, 64, 128, 32, 64, 64, 32, 128, 64, 64, 32]
-BATCH, SHORT = 8, 4
+from bucket_truth import LENGTHS, print_truth, rows
+
+# LENGTHS: token_ids' padded length per step; rows(i): the rows of step i's batch (bucket_truth.py).
+STEPS = len(LENGTHS)
 
 
 @jax.jit
@@ -31,16 +31,11 @@ def main():
     params = {"embed": jax.random.normal(key, (100, 16)), "out": jax.random.normal(key, (16, 4))}
     loss = None
     for i, n in enumerate(LENGTHS):
-        rows = SHORT if i == len(LENGTHS) - 1 else BATCH
         key, k1, k2 = jax.random.split(key, 3)
-        params, loss = train_step(params, jax.random.randint(k1, (rows, n), 1, 100), jax.random.randint(k2, (rows,), 0, 4))
+        r = rows(i)
+        params, loss = train_step(params, jax.random.randint(k1, (r, n), 1, 100), jax.random.randint(k2, (r,), 0, 4))
     loss.block_until_ready()
-    per_size = {}
-    for n in LENGTHS:
-        per_size[n] = per_size.get(n, 0) + 1
-    print(json.dumps({"steps": len(LENGTHS), "token_ids dim 1 steps per size": per_size, "largest": max(LENGTHS),
-                      "padding share at the largest": round(1 - sum(LENGTHS) / (len(LENGTHS) * max(LENGTHS)), 4),
-                      "short last batch": [SHORT, BATCH]}))
+    print_truth(STEPS)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,13 @@ TEST(HookTransparency, OsExit) {
   expect_same({}, "exit");
 }
 
+// torch.compile is tc's wrapper under the hook (each step's input shapes): what it returns, for a module, a
+// function, a decorator and Module.compile(), looks and behaves as torch's own.
+TEST(HookTransparency, TorchCompileIntrospection) {
+  TC_REQUIRE_PYTHON_PEER(python(), "torch", {}, kHow);
+  expect_same({}, "compile");
+}
+
 TEST(HookTransparency, JaxJitIntrospection) {
   TC_REQUIRE_PYTHON_PEER(python(), "jax", {}, kHow);
   expect_same({}, "jax");

@@ -34,6 +34,19 @@ struct Scratch : tc::import::import_testing::Scratch {
   Scratch() : tc::import::import_testing::Scratch("tc_import_test") {}
 };
 
+// A fixture's clock.txt: the wall clock and CLOCK_MONOTONIC read together before its run ({0, 0} without one).
+std::pair<uint64_t, uint64_t> clock_of(const std::string& fixture) {
+  std::istringstream in(read(kFixtures + fixture + "/clock.txt"));
+  for (std::string l; std::getline(in, l);) {
+    if (l.empty() || l.starts_with("#")) continue;
+    std::istringstream pair(l);
+    uint64_t unix_ns = 0, monotonic_ns = 0;
+    pair >> unix_ns >> monotonic_ns;
+    return {unix_ns, monotonic_ns};
+  }
+  return {0, 0};
+}
+
 // Imports `fixture` into a new store; returns the store's path.
 std::string import(const Scratch& s, const std::string& fixture, tc::import::ImportSummary* summary = nullptr) {
   const std::string path = (s.dir / (fixture + ".tcdb")).string();
@@ -45,6 +58,11 @@ std::string import(const Scratch& s, const std::string& fixture, tc::import::Imp
   t.writer = w->get();
   t.start_ts = 1'000'000'000;
   t.start_unix_ns = 1'796'149'600'000'000'000;
+  // A run with the Python hook's log: its own pair of clocks (the hook's times are CLOCK_MONOTONIC's).
+  if (auto [unix_ns, monotonic_ns] = clock_of(fixture); unix_ns != 0) {
+    t.start_ts = monotonic_ns;
+    t.start_unix_ns = unix_ns;
+  }
   t.first_graph_id = 100;
   t.first_location_id = 50;
   auto r = tc::import::import_torch_trace(kFixtures + fixture, t);
@@ -184,6 +202,79 @@ TEST(TorchTraceImport, ViewerTimesAreFromTheRunStartAsTcAnalyzes) {
                                               "compile g104 shape_change"}));
 }
 
+// torch.compile with token_ids padded to 32, 64 or 128 with repeats
+// (samples/python/torch_buckets.py; truth.json beside the trace: 11 steps,
+// 32 -> 4 steps, 64 -> 5, 128 -> 2, a short last batch of 4 rows). Automatic
+// dynamic makes the length dynamic at 64, so the steps after that compile
+// nothing and the trace has no size for them; tc's Python hook records each
+// step's inputs (tc-torch-PID.jsonl), and without the collector's steps its
+// records are the steps.
+TEST(TorchTraceImport, Buckets) {
+  Scratch s;
+  const std::string fixture = "torch-2.15.0-buckets";
+  const std::string path = import(s, fixture);
+  tc::import::import_testing::Tables more(path);
+  more.dump("steps: step, ms, framework", "SELECT step, printf('%.3f', dur / 1e6), framework FROM steps ORDER BY ts");
+  more.dump("step_inputs: step, input, shape",
+            "SELECT step, input, group_concat(value, 'x') FROM (SELECT * FROM step_inputs ORDER BY utid, step, input, dim) GROUP BY utid, step, input "
+            "ORDER BY utid, step, input");
+  tc::import::import_testing::expect_expected(fixture, tables(path) + more.text());
+}
+
+// A fixture with the hook's log imported with the run row and its own clock pair (clock.txt), then analyzed.
+tc::analysis::Report analyze_with_its_clock(const Scratch& s, const std::string& fixture) {
+  const auto [unix_ns, monotonic_ns] = clock_of(fixture);
+  EXPECT_NE(unix_ns, 0u) << fixture << " has no clock.txt";
+  const std::string path = tc::import::import_testing::import_with_run(tc::import::import_torch_trace, kFixtures + fixture,
+                                                                       (s.dir / (fixture + "-run.tcdb")).string(), nullptr, monotonic_ns, unix_ns);
+  auto r = tc::store::Reader::open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  auto rep = tc::analysis::analyze(*r);
+  EXPECT_TRUE(rep.ok()) << rep.status().message();
+  return rep.ok() ? *rep : tc::analysis::Report{};
+}
+
+TEST(TorchTraceImport, BucketsFindingsMatchTheTruth) {
+  Scratch s;
+  tc::import::import_testing::expect_bucket_truth(analyze_with_its_clock(s, "torch-2.15.0-buckets"));
+}
+
+// A Hugging Face Trainer run (hf_trainer_padding.py: torch_compile=True,
+// DataCollatorWithPadding, a tiny BERT from a config; truth.json): the
+// collator pads each batch to its longest, torch.compile made input_ids' length
+// dynamic at its second size, and later batches reached 94 tokens. From the
+// trace alone tc said "pad to 64"; with the hook's records each step counts
+// under the length it ran and the pad size is never below the data's longest.
+// torch names the inputs by the frame it compiled, transformers' decorator
+// around forward (wrapper(self, *args, **kwargs)): kwargs.input_ids, and the hook
+// names them so too.
+TEST(TorchTraceImport, HfTrainerPadsNoLowerThanTheLongestBatch) {
+  Scratch s;
+  const std::string fixture = "torch-2.15.0-hf-trainer";
+  const tc::analysis::Report rep = analyze_with_its_clock(s, fixture);
+  tc::test::JsonValue truth = tc::test::JsonParser(read(kFixtures + fixture + "/truth.json")).parse();
+  std::map<int64_t, int64_t> expected;
+  for (const auto& [size, steps] : truth["input_ids dim 1 steps per size"].o) expected[std::stoll(size)] = static_cast<int64_t>(steps.n);
+  EXPECT_EQ(rep.summary.steps, truth["steps"].n);
+  const tc::analysis::Finding* length = nullptr;
+  for (const auto& f : rep.findings)
+    if (f.kind == "recompilation.shape_change" && (f.identity.starts_with("kwargs.input_ids dim 1:") ||
+                                                   f.evidence_json.find("\"kwargs.input_ids dim 1\"") != std::string::npos))
+      length = &f;
+  std::string all;
+  for (const auto& f : rep.findings) all += f.kind + " " + f.identity + ": " + f.title + "\n";
+  ASSERT_NE(length, nullptr) << all;
+  tc::test::JsonValue ev = tc::test::JsonParser(length->evidence_json).parse();
+  std::map<int64_t, int64_t> steps;
+  for (const auto& v : ev["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  EXPECT_EQ(steps, expected) << length->evidence_json;
+  EXPECT_GE(ev["pad"]["to"].n, truth["largest"].n) << length->suggestion;
+  EXPECT_NEAR(ev["pad"]["padding_waste"].n, truth["padding share at the largest"].n, 0.05);
+  EXPECT_EQ(ev["steps_unrecorded"].n, 0);
+  EXPECT_EQ(length->suggestion.find("to 64"), std::string::npos) << length->suggestion;
+}
+
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.
 TEST(TorchTraceImport, BadInputIsCountedNeverFatal) {
   Scratch s;
@@ -216,6 +307,49 @@ TEST(TorchTraceImport, BadInputIsCountedNeverFatal) {
   EXPECT_EQ(r->malformed, 7);
   EXPECT_TRUE(r->truncated);
   ASSERT_TRUE((*w)->finalize().ok());
+}
+
+// The Python hook's log beside the trace (tc-torch-PID.jsonl): each step's
+// first compiled call goes to the collector's step its time falls in, its
+// shapes carried over until they change; a malformed record is counted and
+// breaks the carrying; hook names become torch's (batch['y'] -> batch.y).
+// Without the collector's steps, the hook's records are the steps.
+TEST(TorchTraceImport, TheHooksStepRecords) {
+  Scratch s;
+  fs::create_directories(s.dir / "hook");
+  std::ofstream(s.dir / "hook" / "a.log") << "V1201 00:00:00.000000 7 x.py:1] {\"str\": [\"a\", 0]}\n";
+  std::ofstream(s.dir / "hook" / "tc-torch-7.jsonl")
+      << R"({"k":"start","ts":1000,"pid":7,"torch":"2.15.0"})" "\n"
+      << R"({"k":"step","end":2000,"call":1500,"in":{"x":[8,32]}})" "\n"
+      << R"({"k":"step","end":3000,"call":2500})" "\n"
+      << R"({"k":"step","end":2900,"call":2950})" "\n"               // ends before the step before: malformed
+      << R"({"k":"step","end":4000,"call":3500})" "\n"               // what it carries over is unknown
+      << R"({"k":"step","end":5000,"in":{"x":[8,64]}})" "\n"         // shapes without a call: malformed
+      << R"({"k":"step","end":6000,"call":5500,"in":{"batch['y']":[4,64]}})" "\n"
+      << R"({"k":"step","end":7000})" "\n"                           // a step without a compiled call
+      << R"({"k":"later","ts":1})" "\n"
+      << "not json\n";
+  auto dump = [&](bool collector) {
+    const std::string path = (s.dir / (collector ? "marked.tcdb" : "own.tcdb")).string();
+    auto w = tc::store::Writer::create(path);
+    EXPECT_TRUE(w.ok());
+    tc::import::ImportTarget t;
+    t.writer = w->get();
+    if (collector) t.step_ends[7] = {2100, 3100, 4100, 5100, 6100, 7100};
+    auto r = tc::import::import_torch_trace((s.dir / "hook").string(), t);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->malformed, 3);
+    EXPECT_EQ(r->unknown_kinds, 1);
+    EXPECT_EQ(r->steps, collector ? 0 : 5);
+    EXPECT_TRUE((*w)->finalize().ok());
+    tc::import::import_testing::Tables tables(path);
+    tables.dump("", "SELECT step, ts, dur FROM steps ORDER BY ts");
+    tables.dump("", "SELECT step, input, group_concat(value, 'x') FROM (SELECT * FROM step_inputs ORDER BY step, input, dim) GROUP BY step, input");
+    return tables.text();
+  };
+  EXPECT_EQ(dump(true), "== \n== \n0 | x | 8x32\n1 | x | 8x32\n4 | batch.y | 4x64\n");
+  EXPECT_EQ(dump(false), "== \n0 | 1000 | 1000\n1 | 2000 | 1000\n2 | 3000 | 1000\n3 | 4000 | 2000\n4 | 6000 | 1000\n"
+                         "== \n0 | x | 8x32\n1 | x | 8x32\n3 | batch.y | 4x64\n");
 }
 
 // The findings on an imported run, with steps as tc's hook would give them:

@@ -40,9 +40,11 @@ struct Scratch {
 
 // Imports `dir` with `importer` (import_jax_log, import_xla_log) into a new
 // store at `path`, graph ids from 100 and location ids from 50, with the run
-// row a collector writes (so tc-analyze can read it); returns `path`.
+// row a collector writes (so tc-analyze can read it); returns `path`. The
+// run's clock pair is (start_ts, start_unix_ns), 0 and 0 unless given.
 using Importer = StatusOr<ImportSummary> (*)(const std::string&, ImportTarget&, const ImportLimits&);
-inline std::string import_with_run(Importer importer, const std::string& dir, const std::string& path, ImportSummary* summary = nullptr) {
+inline std::string import_with_run(Importer importer, const std::string& dir, const std::string& path, ImportSummary* summary = nullptr,
+                                   uint64_t start_ts = 0, uint64_t start_unix_ns = 0) {
   auto w = tc::store::Writer::create(path);
   EXPECT_TRUE(w.ok()) << w.status().message();
   if (!w.ok()) return path;
@@ -50,6 +52,8 @@ inline std::string import_with_run(Importer importer, const std::string& dir, co
   t.writer = w->get();
   t.first_graph_id = 100;
   t.first_location_id = 50;
+  t.start_ts = start_ts;
+  t.start_unix_ns = start_unix_ns;
   auto r = importer(dir, t, ImportLimits{});
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (r.ok() && summary) *summary = *r;

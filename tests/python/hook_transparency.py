@@ -7,6 +7,8 @@
   fork    two multiprocessing workers by fork(), each with 5 optimizer steps, then 5 in the parent
   spawn   two workers by spawn (each a new interpreter, which loads the hook again), with no torch
   exit    prints, then os._exit(3) with no flush of Python's buffers but its own
+  compile torch.compile (backend eager) introspection: torch.compile's own, what it returns for a module, a function
+          and as a decorator, Module.compile(), copies and pickles, two training steps
   jax     jax.jit introspection: the type, the attributes, .lower()'s error, a call, the modules imported
   jaxexit jitted calls, then os._exit(0); jaxkill: the same, then SIGTERM to itself
   xla     (torch_xla) what torch.Tensor's reads, copies and printing are, and an XLA tensor read back: the hook must
@@ -64,6 +66,47 @@ def pool(method):
         print(method, sorted(p.map(work if method == "fork" else square, range(2))))
     if method == "fork":
         print("parent", steps(5))
+
+
+def compile_case():
+    import copy
+    import inspect
+    import pickle
+
+    import torch
+
+    torch.manual_seed(0)
+    tc = torch.compile
+    print("compile", tc.__name__, tc.__module__, tc.__qualname__, tc.__doc__ == torch._dynamo.optimize.__doc__, inspect.signature(tc))
+    m = torch.nn.Linear(4, 2)
+    c = torch.compile(m, backend="eager")
+    print("module", type(c).__name__, isinstance(c, torch.nn.Module), c._orig_mod is m, type(c.forward).__name__, sorted(vars(c)))
+    print("copy", type(copy.deepcopy(c)).__name__, type(copy.deepcopy(c).forward).__name__)
+    try:
+        print("pickle", type(pickle.loads(pickle.dumps(c))).__name__)
+    except Exception as e:
+        print("pickle", type(e).__name__)
+
+    def double(x, scale=2):
+        return x * scale
+
+    f = torch.compile(double, backend="eager")
+    print("function", f.__name__, f.__qualname__, inspect.signature(f), inspect.unwrap(f) is double, f.__wrapped__ is double,
+          sorted(k for k in vars(f) if k != "__wrapped__"))
+
+    @torch.compile(backend="eager")
+    def inc(x):
+        return x + 1
+
+    print("decorator", inc.__name__, inspect.unwrap(inc).__name__, inc(torch.ones(2)).tolist(), f(torch.ones(2)).tolist())
+    m.compile(backend="eager")
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    for n in (3, 5):
+        loss = c(torch.ones(n, 4)).sum() + m(torch.ones(n, 4)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print("steps", round(loss.item(), 4), torch.compile is tc)
 
 
 def jax_case():
@@ -135,6 +178,8 @@ def main():
         print("before exit", flush=True)
         sys.stderr.write("unflushed stderr is written as it goes\n")
         os._exit(3)
+    elif case == "compile":
+        compile_case()
     elif case == "jax":
         jax_case()
     elif case == "xla":

@@ -64,6 +64,7 @@ def _chain():
 
 
 _XLA_STEPS = []  # not empty once the PyTorch/XLA hook counts steps by torch_xla.sync()
+_TORCH_STEP_ENDS = []  # called at each step the hook marks (the torch.compile log's step records)
 
 
 def _register(torch):
@@ -81,6 +82,11 @@ def _register(torch):
             first.append(id(optimizer))
         if first[0] == id(optimizer):
             mark("tc.optimizer_step")
+            for step_ended in _TORCH_STEP_ENDS:
+                try:
+                    step_ended()
+                except Exception:
+                    pass
 
     def forked():  # a child of fork() (a multiprocessing worker): its own first step starts here
         first.clear()
@@ -96,6 +102,7 @@ def _register(torch):
     except Exception:
         pass
     _register_ddp(torch)
+    _register_torch_compile(torch)
 
 
 _COLLECTIVE = "tc.collective.all_reduce"  # store::schema::kCollectiveAllReduce
@@ -224,6 +231,109 @@ def _watch(register):
     finder.find_spec = classmethod(find_spec)
 
 
+# ---------------------------------------------------------------- torch.compile
+
+
+def _register_torch_compile(torch):
+    """Writes TORCH_TRACE/tc-torch-PID.jsonl when TORCH_TRACE is set (tc-profile collects torch.compile's trace): a
+    "start" record, then one "step" record at each step the hook marks, with the time of the step's first call of
+    what torch.compile returned ("call") made with autograd on (a training call, not an evaluation's) and, when they
+    differ from the record before, the shapes of that call's arguments named as torch names the compiled frame's
+    inputs ("in"; _compiled_params, _call_names, _arg_shapes). torch.compile is replaced by a function that calls it and wraps
+    what it returns: a module's forward (the OptimizedModule keeps its type; pickling drops the wrapper), a function
+    in a function (functools.wraps). A call made while torch compiles is passed through."""
+    directory = os.environ.get("TORCH_TRACE")
+    original = getattr(torch, "compile", None)
+    if not directory or not callable(original):
+        return
+    import functools
+    import time
+
+    now = time.monotonic_ns  # CLOCK_MONOTONIC: the store's clock
+    log = _open_log(directory, "tc-torch", ".jsonl")
+    if log is None:
+        return
+    log.record(k="start", ts=now(), pid=log.pid, torch=str(getattr(torch, "__version__", "")))
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+    step = {"call": None, "in": None, "last": None}  # this step's first call and its shapes, the shapes written last
+
+    def step_ended():
+        call, shapes = step["call"], step["in"]
+        step["call"] = None
+        if call is None:
+            log.line('{"k":"step","end":%d}\n' % now())
+        elif shapes == step["last"]:
+            log.line('{"k":"step","end":%d,"call":%d}\n' % (now(), call))
+        else:
+            step["last"] = shapes
+            log.record(k="step", end=now(), call=call, **{"in": {n: list(v) for n, v in shapes}})
+
+    def wrap(fn, names):
+        @functools.wraps(fn)
+        def compiled_call(*args, **kwargs):
+            if not compiling() and step["call"] is None and torch.is_grad_enabled():
+                step["call"] = now()
+                try:
+                    named, keywords = _call_names(names, args, kwargs)
+                    step["in"] = _arg_shapes(named, args, keywords)
+                except Exception:
+                    step["in"] = ()
+            return fn(*args, **kwargs)
+
+        if hasattr(fn, "__wrapped__"):  # what torch's own wrapper unwraps to: the program's function
+            compiled_call.__wrapped__ = fn.__wrapped__
+        return compiled_call
+
+    @functools.wraps(original)
+    def compile(model=None, *args, **kwargs):
+        compiled = original(model, *args, **kwargs)
+        if model is None:  # the decorator form: it calls torch.compile again with the function
+            return compiled
+        try:
+            names = _compiled_params(torch, model)
+            if not isinstance(compiled, torch.nn.Module):
+                return wrap(compiled, names)
+            if callable(compiled.__dict__.get("forward")):
+                compiled.__dict__["forward"] = wrap(compiled.__dict__["forward"], names)
+        except Exception:
+            pass
+        return compiled
+
+    torch.compile = compile
+    _TORCH_STEP_ENDS.append(step_ended)
+
+
+def _compiled_params(torch, model):
+    """(positional names, all named parameters, *name, **name) of the frame torch.compile compiles: a module's forward
+    as its instance has it (a decorator's wrapper(*args, **kwargs) included: that is the frame torch names inputs by;
+    Module.compile() passes its bound _call_impl), a function's; a bound method's positional names without self."""
+    try:  # a torch.nn module of torch's own: torch compiles an inline function(*args, **kwargs) that calls it
+        if isinstance(model, torch.nn.Module) and torch._dynamo.eval_frame.OptimizedModule._forward_has_skip_rule(model):
+            return (), (), "args", "kwargs"
+    except Exception:
+        pass
+    f = model.forward if isinstance(model, torch.nn.Module) else model
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, torch.nn.Module) and getattr(f, "__name__", "") == "_call_impl":
+        f = owner.forward
+    code = getattr(getattr(f, "__func__", f), "__code__", None)
+    if code is None:
+        return (), (), None, None
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    varargs = code.co_varnames[n + k] if code.co_flags & 0x04 else None  # CO_VARARGS
+    varkw = code.co_varnames[n + k + (varargs is not None)] if code.co_flags & 0x08 else None  # CO_VARKEYWORDS
+    bound = getattr(f, "__self__", None) is not None
+    return code.co_varnames[bound:n], code.co_varnames[:n + k], varargs, varkw
+
+
+def _call_names(params, args, kwargs):
+    """(names, kwargs) for _arg_shapes, named as torch names a compiled frame's inputs: the positional parameters,
+    then *args' items as args[0] ..., and keyword arguments by their parameter, else as kwargs['name']."""
+    positional, named, varargs, varkw = params
+    names = tuple(positional) + tuple("%s[%d]" % (varargs or "args", j) for j in range(len(args) - len(positional)))
+    return names, {(k if k in named or not varkw else "%s[%r]" % (varkw, k)): v for k, v in kwargs.items()}
+
+
 # ---------------------------------------------------------------- JAX
 
 _JAX_MAX_BYTES = 64 << 20
@@ -233,14 +343,14 @@ class _JaxLog:
     """The JSON lines of DIR/PREFIX-PID.log, each written by one os.write to an O_APPEND descriptor as it is
     recorded: a program that ends in os._exit() or is killed keeps every line before it."""
 
-    def __init__(self, directory, prefix="jax"):
+    def __init__(self, directory, prefix="jax", suffix=".log"):
         import json
 
         self.json = json
         self.written = 0
         self.pid = os.getpid()
         try:
-            self.fd = os.open(os.path.join(directory, "%s-%d.log" % (prefix, self.pid)),
+            self.fd = os.open(os.path.join(directory, "%s-%d%s" % (prefix, self.pid, suffix)),
                               os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND, 0o600)
         except OSError:
             self.fd = None
@@ -274,9 +384,9 @@ class _JaxLog:
         self.close()
 
 
-def _open_log(directory, prefix):
+def _open_log(directory, prefix, suffix=".log"):
     """DIR/PREFIX-PID.log (_JaxLog), closed in a forked child; None when it cannot be made."""
-    log = _JaxLog(directory, prefix)
+    log = _JaxLog(directory, prefix, suffix)
     if log.fd is None:
         return None
     try:
@@ -341,7 +451,7 @@ def _arg_shapes(names, args, kwargs):
 
     def take(name, v):
         shape = getattr(v, "shape", None)
-        if type(shape) is tuple and len(out) < 64:
+        if isinstance(shape, tuple) and len(out) < 64:  # torch.Size is a tuple
             out.append((name, shape))
 
     for i, v in enumerate(args):

@@ -183,7 +183,7 @@ std::optional<json::Value> parse_record(std::string_view line, ImportSummary& s)
   return v;
 }
 
-std::vector<std::string> list_logs(const std::string& dir, std::string_view prefix, std::string* why) {
+std::vector<std::string> list_logs(const std::string& dir, std::string_view prefix, std::string* why, std::string_view suffix) {
   std::vector<std::string> logs;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
@@ -192,17 +192,16 @@ std::vector<std::string> list_logs(const std::string& dir, std::string_view pref
   }
   while (dirent* e = ::readdir(d)) {
     std::string_view n(e->d_name);
-    if (n.ends_with(".log") && !n.starts_with(".") && n.starts_with(prefix)) logs.emplace_back(n);
+    if (n.ends_with(suffix) && !n.starts_with(".") && n.starts_with(prefix)) logs.emplace_back(n);
   }
   ::closedir(d);
   std::sort(logs.begin(), logs.end());
   return logs;
 }
 
-uint32_t pid_in_name(std::string_view name, std::string_view prefix) {
-  constexpr size_t kSuffix = 4;  // ".log"
-  if (name.size() < prefix.size() + kSuffix) return 0;
-  auto pid = to_int(name.substr(prefix.size(), name.size() - prefix.size() - kSuffix));
+uint32_t pid_in_name(std::string_view name, std::string_view prefix, std::string_view suffix) {
+  if (name.size() < prefix.size() + suffix.size()) return 0;
+  auto pid = to_int(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
   return pid && *pid > 0 && *pid <= UINT32_MAX ? static_cast<uint32_t>(*pid) : 0;
 }
 
@@ -360,6 +359,17 @@ int64_t Importer::utid(uint32_t pid) {
   const int64_t u = t_.utid_for ? t_.utid_for(pid) : 0;
   utids_[pid] = u;
   return u;
+}
+
+bool Importer::take_process(uint32_t pid, int64_t records_before, const char* log) {
+  if (pid == 0) {
+    note(std::string(log) + " names no process");
+    return false;
+  }
+  const int64_t records = s_.records - records_before;
+  if (process(pid, records)) return true;
+  if (process_state(pid) == ImportTarget::Used::kRefused) s_.records -= records;
+  return false;
 }
 
 StatusOr<ImportSummary> import_dir(Importer& im, const char* function, const std::string& dir, std::string_view prefix, const char* what) {

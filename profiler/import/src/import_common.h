@@ -109,13 +109,13 @@ bool read_shape(const json::Value* shape, std::vector<int64_t>& out);
 // An object of named shapes, names not empty (bounded to 256 bytes); false otherwise.
 bool read_shapes(const json::Value& inputs, InputShapes& out);
 
-// The names in `dir` ending in ".log" and starting with `prefix` (never with
+// The names in `dir` ending in `suffix` and starting with `prefix` (never with
 // '.'), sorted. *why: why a directory that exists could not be read ("" when
 // it was read, or does not exist).
-std::vector<std::string> list_logs(const std::string& dir, std::string_view prefix, std::string* why = nullptr);
+std::vector<std::string> list_logs(const std::string& dir, std::string_view prefix, std::string* why = nullptr, std::string_view suffix = ".log");
 
 // "jax-123.log" with prefix "jax-": 123; 0 when the name holds no pid.
-uint32_t pid_in_name(std::string_view name, std::string_view prefix);
+uint32_t pid_in_name(std::string_view name, std::string_view prefix, std::string_view suffix = ".log");
 
 // The first note stays.
 inline void note(ImportSummary& s, const std::string& n) {
@@ -176,6 +176,11 @@ class Importer {
   // t.pid_in_run accepts (else false, and `records` more malformed), within
   // the per-run cap of processes (else false, and `records` more over_cap).
   bool process(uint32_t pid, int64_t records = 1);
+  // After one hook log: whether its process `pid` (0: the log named none,
+  // then a note "LOG names no process") may be imported, its records being
+  // those counted since `records_before` (process(); a refused pid's are
+  // taken out of records again).
+  bool take_process(uint32_t pid, int64_t records_before, const char* log);
   uint8_t process_state(uint32_t pid);  // ImportTarget::Used's, uncounted
   // Whether [ts, ts + dur] lies in the run ([t.start_ts - slack, t.end_ts + slack]; no end when t.end_ts is 0).
   bool in_run(int64_t ts, int64_t dur = 0, int64_t slack = 0) const;

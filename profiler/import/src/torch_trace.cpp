@@ -23,6 +23,7 @@ namespace tc::import {
 namespace {
 
 using import_common::to_int;
+using import_common::valid_ts;
 
 // The trace's times are the wall clock's, which may step (NTP) during the run.
 constexpr int64_t kWallClockSlackNs = 100'000'000;
@@ -304,13 +305,32 @@ std::optional<GraphBreak> graph_break(std::string_view p) {
   return g;
 }
 
+// tc's Python hook's log beside the trace: TORCH_TRACE/tc-torch-PID.jsonl.
+constexpr std::string_view kHookPrefix = "tc-torch-", kHookSuffix = ".jsonl";
+
+// A step the hook marked, with its first call of what torch.compile returned.
+struct HookStep {
+  int64_t end = 0;
+  int64_t call = 0;  // 0: no call in the step
+  std::optional<import_common::InputShapes> in;  // the call's shapes when they differ from the record before
+  bool after_lost = false;  // a malformed record came before it: what it carries over is unknown
+};
+
+struct HookProcess {
+  uint32_t pid = 0;
+  int64_t start = 0;  // when the hook began (torch's import): step 0 starts there
+  std::vector<HookStep> steps;
+  bool lost = false;
+};
+
 // A user's TORCH_TRACE directory keeps earlier runs' logs: only recent ones are read.
 class TorchImporter : public import_common::Importer {
  public:
   TorchImporter(ImportTarget& t, const ImportLimits& l) : Importer(t, l, "torch.compile", /*recent_only=*/true) {}
 
  private:
-  void parse(import_common::LineReader& r, uint32_t) override {
+  void parse(import_common::LineReader& r, uint32_t pid_from_name) override {
+    if (hook_file_) return parse_hook(r, pid_from_name);
     std::optional<Record> cur;
     std::string_view line;
     for (import_common::LineReader::Next n; (n = r.next(line)) != import_common::LineReader::kEnd;) {
@@ -343,6 +363,59 @@ class TorchImporter : public import_common::Importer {
     if (r.cut()) s_.truncated = true;
     const bool last_incomplete = r.cut() && (r.larger() || r.partial().empty() || r.partial().starts_with("\t"));
     if (cur && !last_incomplete) take(std::move(*cur));
+  }
+
+  // The hook's logs, after the trace's.
+  void read_extra(const std::string& dir) override {
+    hook_file_ = true;
+    for (const std::string& name : import_common::list_logs(dir, kHookPrefix, nullptr, kHookSuffix)) {
+      if (stop_requested() || !take_file(dir + "/" + name, "log files")) break;
+      read_file(dir + "/" + name, import_common::pid_in_name(name, kHookPrefix, kHookSuffix));
+    }
+    hook_file_ = false;
+  }
+
+  void parse_hook(import_common::LineReader& lr, uint32_t pid_from_name) {
+    HookProcess p;
+    p.pid = pid_from_name;
+    const int64_t before = s_.records;
+    import_common::for_each_record(lr, s_, [&](const json::Value& v, std::string_view k) {
+      if (!hook_record(p, v, k)) {
+        ++s_.malformed;
+        p.lost = true;
+      }
+    });
+    if (take_process(p.pid, before, "a log of tc's Python hook")) hooks_.push_back(std::move(p));
+  }
+
+  // One record of the hook's log; false when it is malformed.
+  bool hook_record(HookProcess& p, const json::Value& v, std::string_view k) {
+    if (k == "start") {
+      auto ts = v.int64("ts");
+      auto pid = v.int64("pid");
+      if (!valid_ts(ts) || !in_run(*ts) || !pid || *pid <= 0 || *pid > UINT32_MAX || !p.steps.empty()) return false;
+      p.pid = static_cast<uint32_t>(*pid);
+      p.start = *ts;
+      return true;
+    }
+    if (k != "step") {
+      ++s_.unknown_kinds;
+      return true;
+    }
+    auto end = v.int64("end");
+    auto call = v.int64("call");
+    const int64_t after = p.steps.empty() ? p.start : p.steps.back().end;
+    if (!valid_ts(end) || *end < after || !in_run(*end) || (call && (!valid_ts(call) || *call < after || *call > *end))) return false;
+    HookStep st{*end, call.value_or(0), std::nullopt, p.lost};
+    if (const json::Value* in = v.get("in")) {
+      st.in.emplace();
+      if (!call || !import_common::read_shapes(*in, *st.in)) return false;
+    }
+    if (!keep(store::schema::steps, kept_steps_)) return true;
+    ++kept_steps_;
+    p.lost = false;
+    p.steps.push_back(std::move(st));
+    return true;
   }
 
   // A header line's record (nullopt, counted, when it is malformed).
@@ -541,14 +614,55 @@ class TorchImporter : public import_common::Importer {
     return ns <= 0 ? 0 : ns >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ns);
   }
 
+  // The ends of a process's steps: the collector's (tc's marks), else the hook log's.
+  const std::vector<int64_t>* steps_of(uint32_t pid) const {
+    if (auto it = t_.step_ends.find(pid); it != t_.step_ends.end() && !it->second.empty()) return &it->second;
+    auto it = hook_ends_.find(pid);
+    return it == hook_ends_.end() ? nullptr : &it->second;
+  }
+
   int64_t step_at(uint32_t pid, int64_t ts) const {
-    auto it = t_.step_ends.find(pid);
-    if (it == t_.step_ends.end()) return 0;
-    return static_cast<int64_t>(std::upper_bound(it->second.begin(), it->second.end(), ts) - it->second.begin());
+    const std::vector<int64_t>* ends = steps_of(pid);
+    if (ends == nullptr) return 0;
+    return static_cast<int64_t>(std::upper_bound(ends->begin(), ends->end(), ts) - ends->begin());
+  }
+
+  // Each step's inputs (step_inputs), from the hook's record of the step's
+  // first compiled call: in the step its time falls in. A process without
+  // the collector's steps gets the hook's (steps rows, framework 'torch').
+  Status write_hook_steps() {
+    for (const HookProcess& p : hooks_) {
+      const int64_t u = utid(p.pid);
+      const bool own = !t_.step_ends.contains(p.pid) || t_.step_ends.at(p.pid).empty();
+      const std::vector<int64_t>* ends = steps_of(p.pid);
+      std::set<int64_t> done;
+      const import_common::InputShapes* in = nullptr;
+      for (size_t i = 0; i < p.steps.size(); ++i) {
+        const HookStep& st = p.steps[i];
+        if (st.in) in = &*st.in;
+        else if (st.after_lost) in = nullptr;
+        if (own && room(store::schema::steps)) {
+          const int64_t from = i > 0 ? p.steps[i - 1].end : p.start ? p.start : st.call ? st.call : st.end;
+          TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(st.end - from).i64(static_cast<int64_t>(i)).i64(0)
+                                 .text("torch").insert());
+          ++s_.steps;
+        }
+        if (st.call == 0 || in == nullptr || ends == nullptr) continue;
+        const int64_t step = step_at(p.pid, st.call);
+        if (step >= static_cast<int64_t>(ends->size()) || !done.insert(step).second) continue;  // after the last step, or not its first call
+        for (const auto& [name, dims] : *in) TC_RETURN_IF_ERROR(write_step_input(u, step, user_name(name), dims));
+      }
+    }
+    return Status::Ok();
   }
 
   Status write_rows() override {
     finish_metrics();
+    for (const HookProcess& p : hooks_) {
+      if (p.steps.empty() || (t_.step_ends.contains(p.pid) && !t_.step_ends.at(p.pid).empty())) continue;
+      std::vector<int64_t>& ends = hook_ends_[p.pid];
+      for (const HookStep& st : p.steps) ends.push_back(st.end);
+    }
     std::map<std::tuple<uint32_t, int64_t, int64_t>, int64_t> graph_of;  // (pid, frame, compile) -> graph id
     std::map<std::tuple<uint32_t, int64_t, int64_t>, const Metrics*> metrics_of;  // forward compilations
     std::map<std::pair<uint32_t, std::string>, std::string> reason_of;  // (pid, compile id) -> its forward's reason
@@ -628,7 +742,7 @@ class TorchImporter : public import_common::Importer {
                                            .what = g.reason.empty() ? std::nullopt : std::optional<std::string_view>(g.reason),
                                            .code = g.code, .broke_at = g.broke_at}));
     }
-    return Status::Ok();
+    return write_hook_steps();
   }
 
   std::vector<Metrics> metrics_;
@@ -637,6 +751,10 @@ class TorchImporter : public import_common::Importer {
   std::set<std::tuple<uint32_t, int64_t, int64_t, int64_t, std::string>> break_keys_;  // (pid, frame, compile, line, file)
   std::set<std::pair<uint32_t, std::string>> backward_keys_;  // (pid, compile id) of the backward compilations kept
   size_t kept_inputs_ = 0;  // compilation_inputs held: mismatches and automatic_dynamic changes
+  bool hook_file_ = false;  // parse() is reading a log of the hook
+  std::vector<HookProcess> hooks_;
+  size_t kept_steps_ = 0;  // the hook's step records held
+  std::map<uint32_t, std::vector<int64_t>> hook_ends_;  // pid -> its steps' ends, for a process the collector has none of
 };
 
 }  // namespace
