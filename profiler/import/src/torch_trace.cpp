@@ -198,10 +198,13 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
-// Python's library, site-packages (torch among them) and frozen modules: not
+// Python's library, site-packages (torch among them), frozen modules and
+// tc's own start-up hook (PREFIX/lib/tc/python/sitecustomize.py, whose
+// torch.compile wrapper is a frame between the user's call and torch): not
 // the user's to edit.
 bool is_library_file(std::string_view f) {
   if (f.starts_with("<frozen ") || f.find("/site-packages/") != std::string_view::npos || f.find("/dist-packages/") != std::string_view::npos) return true;
+  if (f.ends_with("/lib/tc/python/sitecustomize.py")) return true;
   // Python's standard library: .../lib/python3.11/contextlib.py
   size_t at = f.find("/lib/python");
   return at != std::string_view::npos && f.find('/', at + 11) != std::string_view::npos;
