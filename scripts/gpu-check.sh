@@ -10,6 +10,8 @@
 #      through libtc_cupti.so) join them too; a PyTorch program's GPU kernels
 #      recorded the same way;
 #   3c. a JAX run's memory (XLA's memory_analysis(), the device's capacity);
+#   3d. DDP over NCCL under one tc-profile over torchrun: steps and
+#      all-reduces per rank, the straggler with two GPUs;
 #   4. a benchmark: the MLP step of tc-bench-compiler on the GPU against
 #      PyTorch eager and torch.compile on the same GPU.
 # Every check runs (a failure does not hide the next); the summary lists
@@ -196,6 +198,29 @@ report = json.loads(subprocess.run([sys.argv[2], sys.argv[1], "--json"], check=T
 assert any(f["kind"] == "memory.headroom" for f in report["findings"]), "no memory.headroom"
 EOF
 fi
+
+echo "== 3d. DDP over NCCL (issue #29): the hook's all-reduce arrivals per rank, one tc-profile over torchrun"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+ranks=$(( gpus >= 2 ? 2 : 1 ))  # NCCL refuses two ranks on one GPU
+rm -f "$build"/ddp.tcdb "$build"/ddp.rank*.tcdb
+check ddp_nccl_profiled 240 "$bin/tc-profile" -o "$build/ddp.tcdb" -- python3 -m torch.distributed.run --standalone --nproc_per_node $ranks \
+  samples/python/torchrun_ddp.py --device cuda --backend aot_eager --steps 6 --long-at 3 --long-rank $((ranks - 1))
+check ddp_nccl_store 60 python3 - "$build" $ranks "$bin/tc-analyze" <<'EOF'
+import glob, json, sqlite3, subprocess, sys
+build, ranks, analyze = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+stores = sorted(glob.glob(build + "/ddp.rank*.tcdb")) if ranks > 1 else [build + "/ddp.tcdb"]
+assert len(stores) == ranks, stores
+for s in stores:
+    db = sqlite3.connect(s)
+    steps = db.execute("SELECT count(*) FROM steps").fetchone()[0]
+    colls = db.execute("SELECT count(*) FROM collectives").fetchone()[0]
+    print(s, "steps", steps, "collectives", colls)
+    assert steps == 6 and colls == 6, "one all-reduce (one bucket) per step over NCCL"
+report = json.loads(subprocess.run([analyze] + stores + ["--json"], check=True, stdout=subprocess.PIPE).stdout)
+print("findings", [f["kind"] for f in report["findings"]])
+if ranks > 1:
+    assert any(f["kind"] == "distributed.straggler" and f["evidence"]["rank"] == 1 for f in report["findings"]), "no straggler"
+EOF
 
 echo "== 4. benchmark: MLP training step, tc on the GPU vs PyTorch eager and torch.compile"
 check bench_tc 120 env TC_DEVICE=cuda "$bin/tc-bench-compiler" --child tc --model mlp --steps 50

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -381,7 +382,9 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
       "tc-profile"};
   app.add_option("-o,--output", o.output,
                  "Store to write (.tcdb); an existing one is replaced only with --force, and only when it is a regular file. "
-                 "Under mpirun each rank writes its own: run.tcdb becomes run.rank0.tcdb, run.rank1.tcdb, ...; %r in the path is the rank")
+                 "Under mpirun, srun or torchrun each rank writes its own: run.tcdb becomes run.rank0.tcdb, run.rank1.tcdb, ...; "
+                 "one tc-profile over a whole job (-- torchrun ...) writes the same, divided by each process's rank when the job ends; "
+                 "%r in the path is the rank")
       ->capture_default_str();
   app.add_flag("-f,--force", o.force, "Overwrite the output if it exists (a regular file only)");
   app.add_flag("--debug", o.debug, "Set TC_DEBUG=1 in the program: the compiler logs each pass, its time and its kernels");
@@ -770,12 +773,20 @@ struct Session {
     } catch (const std::exception& e) {
       record_error = failure("finishing the store", e);
     }
+    const auto places = collector ? collector->process_places() : std::map<int64_t, tc::trace::launcher::Place>{};
     // Closed before it moves: SQLite's -wal and -shm belong to the name it opened.
     collector.reset();
     writer.reset();
     say_import_cut(st.import_cut);
     const std::string& output = o.output;
     if (record_error.ok()) {
+      if (std::optional<int> code = install_rank_stores(places, exit_status)) {
+        if (!o.quiet) {
+          std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(o.command[0]).c_str(), how.c_str(), elapsed);
+          if (!end.complete) std::fprintf(stderr, "tc-profile: the stores are marked incomplete: the program did not exit normally\n");
+        }
+        return *code;
+      }
       if (std::string why = tc::store::install(temp.path, output, o.force); !why.empty()) {
         temp.keep = true;
         return fail(exit_status != 0 ? exit_status : 1, "the store is complete but " + why + "; it is in " + temp.path);
@@ -794,6 +805,52 @@ struct Session {
     }
     if (!o.quiet) std::fprintf(stderr, "tc-profile: %s %s after %.2f s\n", tc::analysis::printable(o.command[0]).c_str(), how.c_str(), elapsed);
     return recording_failed(exit_status != 0 ? exit_status : 1);
+  }
+
+  // One tc-profile over a whole job (-- torchrun ..., -- mpirun ...): a store
+  // per rank, run.rank0.tcdb ..., as each rank's own tc-profile writes them
+  // (collect::split_by_rank). nullopt when the processes named no ranks, or
+  // when splitting failed (then the one store holds every rank, and a line
+  // says why); else tc-profile's exit status.
+  static tc::cli::LauncherRank rank_place(int rank, int world) {
+    tc::cli::LauncherRank place;
+    place.rank = rank;
+    place.size = world;
+    return place;
+  }
+
+  std::optional<int> install_rank_stores(const std::map<int64_t, tc::trace::launcher::Place>& places, int exit_status) {
+    std::map<int, std::pair<std::string, std::string>> paths;  // rank -> temp, output
+    int world = 0;
+    for (const auto& [upid, place] : places) world = std::max(world, place.size);
+    auto split = tc::collect::split_by_rank(temp.path, places, [&](int rank) {
+      const std::string out = tc::cli::rank_output(o.output, rank_place(rank, world));
+      paths[rank] = {tc::store::temp_beside(out), out};
+      return paths[rank].first;
+    });
+    if (!split.ok()) {
+      std::fprintf(stderr, "tc-profile: could not write a store per rank (%s); %s holds every rank\n",
+                   tc::analysis::printable(split.status().message()).c_str(), tc::analysis::printable(o.output).c_str());
+      return std::nullopt;
+    }
+    if (split->empty()) return std::nullopt;
+    std::string failed;
+    for (const tc::collect::RankStore& r : *split) {
+      const std::string& out = paths[r.rank].second;
+      if (std::string why = tc::store::install(r.path, out, o.force); !why.empty()) {
+        failed += "; rank " + std::to_string(r.rank) + "'s store is complete but " + why + "; it is in " + r.path;
+      } else if (!o.quiet) {
+        std::fprintf(stderr, "tc-profile: wrote %s: rank %d%s\n", tc::analysis::printable(out).c_str(), r.rank, imported(out).c_str());
+      }
+    }
+    if (!failed.empty()) return fail(exit_status != 0 ? exit_status : 1, failed.substr(2));
+    if (!o.quiet) {
+      std::string pattern = tc::cli::rank_output(o.output, rank_place(0, world));
+      if (const size_t at = pattern.rfind(".rank0"); at != std::string::npos && o.output.find("%r") == std::string::npos) pattern.replace(at, 6, ".rank*");
+      std::fprintf(stderr, "tc-profile: one store per rank of the job's %d (processes of no rank, such as torchrun's agent, are in rank %d's); next: tc-analyze %s\n",
+                   world, split->front().rank, tc::analysis::printable(pattern).c_str());
+    }
+    return exit_status;
   }
 
   // An exception out of tc's own code (std::bad_alloc) while `doing`: the

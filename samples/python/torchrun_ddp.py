@@ -1,16 +1,18 @@
-"""Data-parallel training with torch.compile(DDP(model)) under torchrun, gloo on the CPU.
+"""Data-parallel training with torch.compile(DDP(model)) under torchrun, gloo on the CPU (NCCL with --device cuda).
 
 The trap: one rank's batches get longer than the others' (--long-rank R from step --long-at on: its
 token_ids dim 1 goes from --length to --long-length). That rank's torch.compile recompiles for the new
 length, alone, while every other rank waits for it at the next all-reduce of DDP's gradients.
 The fix: --pad-to N pads every rank's batches to one length, so no rank recompiles alone.
 
-Run it under tc (each rank's tc-profile writes run.rankR.tcdb):
+Run it under tc, in either form (both write run.rank0.tcdb and run.rank1.tcdb):
   torchrun --nproc_per_node 2 --no-python tc-profile -o run.tcdb -- python torchrun_ddp.py
+  tc-profile -o run.tcdb -- torchrun --nproc_per_node 2 torchrun_ddp.py
   tc-analyze run.rank*.tcdb
 docs/frameworks.md ("Jobs") shows the report.
 """
 import argparse
+import os
 
 import torch
 import torch.distributed as dist
@@ -52,16 +54,21 @@ def main():
     p.add_argument("--long-at", type=int, default=4)
     p.add_argument("--pad-to", type=int, default=0, help="pad every batch to this length (the fix)")
     p.add_argument("--backend", default="inductor", help="torch.compile's backend (aot_eager compiles fastest)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: each rank on GPU LOCAL_RANK, NCCL")
     args = p.parse_args()
 
-    dist.init_process_group("gloo")
+    cuda = args.device == "cuda"
+    dist.init_process_group("nccl" if cuda else "gloo")
     rank = dist.get_rank()
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
     torch.manual_seed(0)
-    model = DDP(Classifier(args.dim))
+    model = DDP(Classifier(args.dim).to(device))
     step_fn = torch.compile(model, backend=args.backend)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(args.steps):
-        token_ids, labels = batch(rank, step, args)
+        token_ids, labels = (t.to(device) for t in batch(rank, step, args))
         loss = torch.nn.functional.cross_entropy(step_fn(token_ids), labels)
         opt.zero_grad()
         loss.backward()

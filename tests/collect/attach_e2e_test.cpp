@@ -111,4 +111,50 @@ TEST(TorchrunRanks, EachRanksTcProfileWritesItsOwnStoreOfOneJob) {
   EXPECT_EQ(a.out.rfind("job torchrun:job7: 2 ranks", 0), 0u) << a.out;
 }
 
+// tc-profile -o run.tcdb -- torchrun ...: one tc-profile over the whole tree
+// writes the same stores as each rank's own: run.rank0.tcdb, run.rank1.tcdb,
+// each with its rank's processes (a child that inherits the rank's
+// environment included), one ranks row, and its own event count; the
+// processes of no rank (here the shell, the agent's place) are rank 0's.
+TEST(TorchrunRanks, OneTcProfileOverTheTreeWritesAStorePerRank) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  // The collector reads a process's rank from /proc when it first drains its ring (every 10 ms): the ranks'
+  // processes live until the shell ends them, as a rank does, and a second is ample (no time is asserted).
+  const std::string rec = "'" + bin("tc-test-recorder") + "' --events ";
+  const std::string job = "WORLD_SIZE=2 TORCHELASTIC_RUN_ID=job8 ";
+  const std::string waits = " --end wait >/dev/null & ";
+  Exit e = tc::test::run({bin("tc-profile"), "-q", "-o", out, "--", "sh", "-c",
+                          rec + "3 >/dev/null || exit 1; " + job + "RANK=0 " + rec + "10" + waits + "a=$!; " + job + "RANK=1 " + rec + "20" + waits +
+                              "b=$!; " + job + "RANK=1 " + rec + "5" + waits + "c=$!; sleep 1; kill -TERM $a $b $c; wait $a && wait $b && wait $c"},
+                         {{"RANK", ""}, {"WORLD_SIZE", ""}, {"TORCHELASTIC_RUN_ID", ""}, {"LOCAL_RANK", ""}, {"OMPI_COMM_WORLD_RANK", ""}, {"PMI_RANK", ""},
+                          {"SLURM_PROCID", ""}, {"SLURM_JOB_ID", ""}});
+  ASSERT_EQ(e.code, 0) << e.err;
+  const std::string r0 = dir.file("run.rank0.tcdb"), r1 = dir.file("run.rank1.tcdb");
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a store per rank, not one";
+  ASSERT_TRUE(std::filesystem::exists(r0) && std::filesystem::exists(r1)) << e.err;
+  struct Want {
+    std::string path;
+    int64_t rank, processes, events;
+  };
+  for (const Want& w : {Want{r0, 0, 2, 3 + 10}, Want{r1, 1, 2, 20 + 5}}) {
+    auto r = tc::store::Reader::open(w.path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM processes"), w.processes) << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM ranges") + *r->scalar_i64("SELECT count(*) FROM instants") +
+                  *r->scalar_i64("SELECT count(*) FROM counters"),
+              w.events)
+        << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT event_count FROM run"), w.events) << "the run row counts this store's events: " << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM ranks"), 1) << "one ranks row, however many processes the rank has: " << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT rank FROM ranks"), w.rank) << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT world_size FROM ranks"), 2) << w.path;
+    EXPECT_EQ(*r->scalar_i64("SELECT count(*) FROM threads WHERE upid NOT IN (SELECT upid FROM processes)"), 0) << w.path;
+  }
+  Exit a = tc::test::run({bin("tc-analyze"), r0, r1}, {{"NO_COLOR", "1"}});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out.rfind("job torchrun:job8: 2 ranks", 0), 0u) << a.out;
+}
+
 }  // namespace

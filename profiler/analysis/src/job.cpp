@@ -47,7 +47,10 @@ Status load_data(const store::Reader& r, Loaded& out, size_t store_index) {
     RankData& d = out.data[i];
     d.id = ids[i];
     d.store = store_index;
-    auto p = ids[i].upid ? process.find(ids[i].upid) : process.begin();
+    // A store of one rank is all that rank's, with processes of no rank beside it (torchrun's agent,
+    // split_by_rank): the rank's own process is the one its ranks row names.
+    auto p = ids[i].upid ? process.find(ids[i].upid) : ids[i].process ? process.find(ids[i].process) : process.begin();
+    if (p == process.end()) p = process.begin();
     d.start_ts = (p != process.end() ? p->second.second : out.report.run.start_ts) + ids[i].clock_offset_ns;
     if (p != process.end()) out.pids[i] = p->second.first;
   }
@@ -240,6 +243,7 @@ StatusOr<std::vector<RankIdentity>> store_ranks(const store::Reader& r) {
       id.clock_offset_ns = q.i64(4);
       id.clock_error_ns = q.i64(5);
       id.upid = q.i64(6);
+      id.process = id.upid;
       id.from_dist = true;
       out.push_back(std::move(id));
     }

@@ -109,9 +109,11 @@ _COLLECTIVE = "tc.collective.all_reduce"  # store::schema::kCollectiveAllReduce
 
 
 def _register_ddp(torch):
-    """Times each gradient all-reduce of DistributedDataParallel over gloo: an NVTX start/end range named
+    """Times each gradient all-reduce of DistributedDataParallel over gloo or NCCL: an NVTX start/end range named
     _COLLECTIVE from the moment this rank's bucket is ready (its arrival) to the moment the all-reduce completes
-    (the last rank arrived and the sum came back), which the collector turns into collectives rows. It is a DDP
+    (the last rank arrived and the sum came back), which the collector turns into collectives rows. Over NCCL
+    the arrival is when this rank's host enqueues the all-reduce, and the future completes once the work is
+    queued on the GPU, not done: the waits come from the arrivals (docs/frameworks.md, Jobs). It is a DDP
     communication hook doing what DDP does without one (default_hooks.allreduce_hook: divide by the group's size,
     all-reduce), registered as DDP's constructor ends, when DDP registered none; a hook registered later (by the
     program's register_comm_hook, a built-in one as its Python twin in default_hooks, or DDP's own before the first
@@ -153,7 +155,7 @@ def _register_ddp(torch):
             from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
             if (self._comm_hooks or getattr(self, "reducer", None) is None or getattr(self, "_use_python_reducer", False)
-                    or dist.get_backend(self.process_group) != "gloo"):
+                    or dist.get_backend(self.process_group) not in ("gloo", "nccl")):
                 return
             inner[self] = (allreduce_hook, self.process_group)
             dist._register_comm_hook(self.reducer, weakref.ref(self), timed)  # raises if a built-in hook is set

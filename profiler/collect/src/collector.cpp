@@ -979,9 +979,11 @@ struct Collector::Impl {
   }
 
   // A ranks row per process whose environment named its rank (clock offset 0: one host's clock).
+  // One row per rank: a rank's child processes (a compile worker inherits RANK) are its, not more ranks.
   void write_env_ranks() {
+    std::set<std::pair<std::string, int64_t>> written;  // job, rank
     for (const auto& [upid, place] : env_places) {
-      if (dist_ranks.contains(upid)) continue;
+      if (dist_ranks.contains(upid) || !written.insert({place.job, place.rank}).second) continue;
       auto row = writer.row(store::schema::ranks);
       row.null().i64(utid_of_process(processes[static_cast<size_t>(upid - 1)].pid)).i64(place.rank).i64(place.size).text(info.host);
       if (place.job.empty()) row.null(); else row.text(place.job);
@@ -1247,6 +1249,8 @@ void Collector::note_incomplete(std::string reason) { impl_->notes.push_back(std
 void Collector::import_logs(const import::Framework& framework, std::string dir) { impl_->framework_logs[framework.name] = std::move(dir); }
 
 void Collector::attach_reports(std::string path) { impl_->attach_report = std::move(path); }
+
+std::map<int64_t, trace::launcher::Place> Collector::process_places() const { return impl_->env_places; }
 
 CollectorStats Collector::stats() const {
   CollectorStats s = impl_->live;

@@ -497,6 +497,52 @@ Status Writer::Row::insert() {
 
 Status Writer::commit() { return impl_->commit_transaction(); }
 
+Status Writer::copy_processes(const std::string& source, const ProcessSubset& subset) {
+  Impl& w = *impl_;
+  TC_RETURN_IF_ERROR(w.commit_transaction());
+  sqlite3_stmt* attach = nullptr;
+  int rc = sqlite3_prepare_v2(w.db, "ATTACH DATABASE ? AS tc_src", -1, &attach, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(attach, 1, source.c_str(), -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) rc = sqlite3_step(attach);
+  sqlite3_finalize(attach);
+  if (rc != SQLITE_DONE) return sqlite_status(w.db, rc, source, "opening the store to copy from");
+  StatusOr<std::string> version = exec_text(w.db, source, "PRAGMA tc_src.user_version", "reading the store's version");
+  if (!version.ok() || *version != std::to_string(kSchemaVersion)) {
+    sqlite3_exec(w.db, "DETACH DATABASE tc_src", nullptr, nullptr, nullptr);
+    if (!version.ok()) return version.status();
+    return {StatusCode::kInvalidArgument, source + ": schema version " + *version + ", not this tc's " + std::to_string(kSchemaVersion) +
+                                              "; only a store this tc wrote can be split"};
+  }
+  std::string upids;
+  for (int64_t u : subset.upids) upids += (upids.empty() ? "" : ",") + std::to_string(u);
+  const std::string in_set = "(" + upids + ")";
+  const std::string utids = "(SELECT utid FROM tc_src.threads WHERE upid IN " + in_set + ")";
+  std::string sql = "BEGIN;";
+  for (const TableDecl* t : schema::all_tables()) {
+    if (!t->derive.empty()) continue;
+    std::string columns;
+    bool has_upid = false, has_utid = false;
+    for (const ColumnDecl& c : t->columns) {
+      columns += (columns.empty() ? "" : ",") + std::string(c.name);
+      has_upid |= c.name == "upid";
+      has_utid |= c.name == "utid";
+    }
+    const std::string key = has_upid ? "upid IN " + in_set : has_utid ? "utid IN " + utids : "";
+    const std::string null_key = has_upid ? "upid IS NULL" : "utid IS NULL";
+    std::string where;
+    if (!key.empty()) where = subset.except ? " WHERE " + null_key + " OR NOT (" + key + ")" : " WHERE " + key;
+    sql += "INSERT INTO main." + std::string(t->name) + "(" + columns + ") SELECT " + columns + " FROM tc_src." + std::string(t->name) + where + ";";
+  }
+  sql += "UPDATE main.run SET event_count = (SELECT count(*) FROM main.ranges) + (SELECT count(*) FROM main.instants) + "
+         "(SELECT count(*) FROM main.counters), dropped_count = (SELECT coalesce(sum(count), 0) FROM main.dropped);"
+         "COMMIT;";
+  Status s = exec(w.db, w.path, sql, "copying rows from " + source);
+  if (!s.ok()) sqlite3_exec(w.db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_exec(w.db, "DETACH DATABASE tc_src", nullptr, nullptr, nullptr);
+  if (!s.ok()) w.failed = s;
+  return s;
+}
+
 Status Writer::finalize() {
   Impl& w = *impl_;
   TC_RETURN_IF_ERROR(w.commit_transaction());

@@ -43,6 +43,7 @@ struct RankIdentity {
   std::string host;
   int64_t clock_offset_ns = 0, clock_error_ns = 0;
   int64_t upid = 0;         // the rank's process in its store (0: the whole store)
+  int64_t process = 0;      // the process whose ranks row it is, whose pid and start the report shows (0: unknown)
   bool from_dist = false;   // from a `ranks` row (else from run_env)
 };
 

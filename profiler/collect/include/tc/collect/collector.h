@@ -140,6 +140,10 @@ class Collector {
   void attach_reports(std::string path);
 
   CollectorStats stats() const;
+  // Each process's place in its launcher's job, by processes.upid, from its
+  // environment (launcher_place_of); empty when this collector's own process
+  // is a rank. What split_by_rank() divides the store by.
+  std::map<int64_t, trace::launcher::Place> process_places() const;
 
  private:
   struct Impl;
@@ -178,6 +182,24 @@ using store::schema::kStepsStartMark;
 trace::launcher::Place launcher_place_of(uint32_t pid);
 // The same from an environ block ("NAME=VALUE\0..."); tests.
 trace::launcher::Place launcher_place_from(std::string_view environ);
+
+// One tc-profile over a whole job (tc-profile -o run.tcdb -- torchrun ...):
+// the finalized store `source` divided into a store per rank, each created
+// at path_for(rank) (it must not exist), as each rank's own tc-profile
+// would have written it (torchrun --no-python tc-profile ...): the processes
+// whose place (Collector::process_places()) names that rank, its children
+// that inherit its environment included, with every row of theirs. The
+// processes of no rank (torchrun's agent, a launcher script) go to the
+// lowest rank's store; the tables of no process (run, strings, locations,
+// run_env, framework_imports) are in every store. Nothing when the places
+// name no rank or a world of one. On an error the stores written so far are
+// removed and `source` is untouched.
+struct RankStore {
+  int rank = 0;
+  std::string path;
+};
+StatusOr<std::vector<RankStore>> split_by_rank(const std::string& source, const std::map<int64_t, trace::launcher::Place>& places,
+                                               const std::function<std::string(int)>& path_for);
 
 // The collectives of tc's Python hook (store::schema::kCollectivePrefix: an
 // NVTX start/end range of the default domain around each of DDP's gradient

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tc/store/schema.h"
 #include "tc/store/status.h"
@@ -35,6 +36,14 @@ struct WriterOptions {
   // ingested as fast here (tc-bench-trace --quick, alternating runs: 1.70-1.84
   // M events/s with either).
   int64_t rows_per_transaction = 16384;
+};
+
+// Which processes' rows Writer::copy_processes() takes from another store.
+struct ProcessSubset {
+  std::vector<int64_t> upids;  // processes.upid in the source store
+  // false: the rows of these processes only. true: every row except theirs,
+  // rows that belong to no process (a NULL utid) included.
+  bool except = false;
 };
 
 class Writer {
@@ -80,6 +89,15 @@ class Writer {
 
   // Ends the current transaction: rows so far are durable and visible to readers.
   Status commit();
+  // Copies into this (new, empty) store the rows of `source`, a finalized
+  // store of this schema version, that belong to `subset`'s processes: a
+  // table with a upid column by it, else one with a utid column by its
+  // thread's process; the tables of no process (run, strings, locations,
+  // run_env, framework_imports) whole; derived tables are rebuilt by
+  // finalize(). The run row's event_count and dropped_count are then this
+  // store's. Committed when it returns; call finalize() after it. How one
+  // tc-profile over a whole torchrun writes a store per rank.
+  Status copy_processes(const std::string& source, const ProcessSubset& subset);
   // commit(), build the indexes, fold the WAL into the file and close it: the
   // result is one self-contained file, synced (the WAL and its directory,
   // then the file: three fdatasync calls in all). Later calls fail. When another program
