@@ -451,9 +451,13 @@ against, so it always matches the code.
   that recorded into the store (they draw from one counter that tc-profile
   shares with all of them), so `executions.graph_id = compilations.graph_id`
   is the whole join, with no `utid` or `upid` beside it.
-- A store holds one rank: under MPI each rank writes its own store, and the
-  analysis merges stores. The processes in a store are those that one
-  `tc-profile` run started (or the one process of `TC_PROFILE=FILE.tcdb`).
+- A store holds one rank: under MPI (or srun, or torchrun) each rank writes its
+  own store, and the analysis merges stores. The processes in a store are
+  those that one `tc-profile` run started (or the one process of
+  `TC_PROFILE=FILE.tcdb`); one `tc-profile` over a whole job divides its
+  store by rank when the job ends, each store with its rank's processes and
+  the processes of no rank (the launcher) in the lowest rank's. A store
+  whose division failed holds every rank, one `ranks` row each.
 - Events name their recording site with `loc_id` (`locations.id`); arguments
   that name something are ids into `strings`.
 - The first column of every table is its `INTEGER PRIMARY KEY`.
