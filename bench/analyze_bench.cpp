@@ -57,7 +57,7 @@ void write_store(const std::string& path, int64_t events) {
                 .text("built").null().text("/tmp/g.cpp").insert());
       if (st) check(s.row(schema::compilation_inputs).null().i64(1).i64(graph).text("input_ids").i64(1).i64(16 + 4 * st - 4).i64(16 + 4 * st).insert());
     }
-    check(s.row(schema::executions).null().i64(1).i64(ts + ms).i64(10 * ms).i64(graph).i64(st).text("mark_step").i64(60).i64(st + 1).insert());
+    check(s.row(schema::executions).null().i64(1).i64(ts + ms).i64(10 * ms).i64(graph).i64(st).text("mark_step").i64(60).i64(st + 1).null().insert());
     check(s.row(schema::explicit_evaluations).null().i64(1).i64(ts + 12 * ms).i64(2 * ms).i64(st).text("item").i64(3).i64(12).i64(0).insert());
   }
   check(s.row(schema::run).i64(1).text("0.1.0").text("[\"./train\"]").text("/").text("h").text("tc-profile").text("monotonic").i64(0)

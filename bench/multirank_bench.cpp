@@ -138,7 +138,7 @@ int64_t write_rank(const Plan& p, int64_t r, const std::string& path) {
     t += data_ns(p, r, st);
     if (int64_t e = eval_ns(r, st)) {
       check(s.row(schema::explicit_evaluations).null().i64(1).i64(L(t)).i64(e).i64(st).text("item").i64(11).i64(30).i64(1).insert());
-      check(s.row(schema::executions).null().i64(1).i64(L(t + e / 4)).i64(e / 2).i64(1).i64(st).text("explicit_evaluation").i64(30).i64(++execution).insert());
+      check(s.row(schema::executions).null().i64(1).i64(L(t + e / 4)).i64(e / 2).i64(1).i64(st).text("explicit_evaluation").i64(30).i64(++execution).null().insert());
       rows += 2;
       t += e;
     }
@@ -155,7 +155,7 @@ int64_t write_rank(const Plan& p, int64_t r, const std::string& path) {
       t += c;
     }
     const int64_t ex = exec_ns(r, st);
-    check(s.row(schema::executions).null().i64(1).i64(L(t)).i64(ex).i64(1).i64(st).text("collective").i64(250).i64(++execution).insert());
+    check(s.row(schema::executions).null().i64(1).i64(L(t)).i64(ex).i64(1).i64(st).text("collective").i64(250).i64(++execution).null().insert());
     ++rows;
     for (int64_t k = 0; k < 10; ++k) check(kexec.null().i64(1).i64(execution).i64(1).i64(k).i64(L(t + k * ex / 10)).i64(ex / 10).insert());
     rows += 10;
@@ -179,7 +179,7 @@ int64_t write_rank(const Plan& p, int64_t r, const std::string& path) {
     if (st == 0) {
       compile(m, 300 * kMs, 2, 0, "sig-update", "first", "mark_step");
     }
-    check(s.row(schema::executions).null().i64(1).i64(L(b - 2 * kMs)).i64(2 * kMs).i64(2).i64(st).text("mark_step").i64(40).i64(++execution).insert());
+    check(s.row(schema::executions).null().i64(1).i64(L(b - 2 * kMs)).i64(2 * kMs).i64(2).i64(st).text("mark_step").i64(40).i64(++execution).null().insert());
     check(s.row(schema::steps).null().i64(1).i64(L(m)).i64(b - m).i64(st).i64(9).insert());
     check(s.row(schema::collectives).null().i64(1).i64(L(b)).i64(p.end_b[st] - b).i64(st + 1).i64(2 * st + 2).text("all_reduce_mean").i64(4).i64(1)
               .i64(10).insert());

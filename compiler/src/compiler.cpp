@@ -839,7 +839,7 @@ int64_t run_compiled(const Graph& g, Trigger trigger, const std::source_location
     if (exe->code) execute(*exe, g, execution_id, size);
     else execute_eager(g, execution_id);  // the eager tier
     events::on_graph_executed(static_cast<events::ExecTrigger>(trigger), static_cast<int64_t>(g.nodes.size()),
-                              now_ns() - t0, start, exe->graph_id, execution_id);
+                              now_ns() - t0, start, exe->graph_id, execution_id, exe->family ? size : 0);
   }
   if (trigger == Trigger::mark_step && !c.tier_ups.empty()) adopt_tier_ups();
   return exe->graph_id;

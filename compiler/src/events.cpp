@@ -56,7 +56,8 @@ void on_explicit_evaluation(EvalKind kind, const std::source_location& where, in
                                        .graph_id = graph_id});
 }
 
-void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t start, int64_t graph_id, int64_t execution_id) {
+void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t start, int64_t graph_id, int64_t execution_id,
+                       int64_t dynamic_size) {
   if (g_observer) g_observer->graph_executed(trigger, nodes);
   if (!tr::enabled()) return;
   uint64_t end = tr::now();
@@ -66,7 +67,8 @@ void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t, uint64_t sta
                               .step = current_step(),
                               .trigger = tr::intern(g_trigger_text[static_cast<size_t>(trigger)]),
                               .nodes = nodes,
-                              .execution_id = execution_id});
+                              .execution_id = execution_id,
+                              .dynamic_size = dynamic_size});
 }
 
 void on_alloc(int64_t, Category, int64_t live, int64_t capacity) {

@@ -40,8 +40,9 @@ void on_explicit_evaluation(EvalKind kind, const std::source_location& where, in
 // A cut graph ran (any trigger); graph_id 0 for the eager executor,
 // execution_id from new_execution_id() (each eager op is one too). The eager
 // path calls this once per op: recording it neither locks nor allocates.
+// dynamic_size: a dynamic program's size s for this execution, 0 for a static one.
 void on_graph_executed(ExecTrigger trigger, int64_t nodes, int64_t dur_ns, uint64_t start, int64_t graph_id,
-                       int64_t execution_id = 0);
+                       int64_t execution_id = 0, int64_t dynamic_size = 0);
 // Live bytes go to the counter memory.live_bytes, the capacity (when it
 // changes) to memory.capacity_bytes.
 void on_alloc(int64_t bytes, Category c, int64_t live, int64_t capacity);

@@ -66,8 +66,15 @@ class StoreBuilder {
   void shape_input(int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value, int64_t utid = 1) {
     ok(w_->row(schema::compilation_inputs).null().i64(utid).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).insert());
   }
-  void execution(int64_t graph, int64_t step, int64_t ts, int64_t dur, int64_t utid = 1) {
-    ok(w_->row(schema::executions).null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("mark_step").i64(60).i64(++executions_).insert());
+  void execution(int64_t graph, int64_t step, int64_t ts, int64_t dur, int64_t utid = 1, int64_t dynamic_size = 0) {
+    auto r = w_->row(schema::executions);
+    r.null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("mark_step").i64(60).i64(++executions_);
+    if (dynamic_size) r.i64(dynamic_size); else r.null();
+    ok(r.insert());
+  }
+  // A compilation_inputs row whose dim the compilation made symbolic (TC_DYNAMIC).
+  void dynamic_input(int64_t graph, const std::string& input, int64_t dim, int64_t old_value, int64_t new_value) {
+    ok(w_->row(schema::compilation_inputs).null().i64(1).i64(graph).text(input).i64(dim).i64(old_value).i64(new_value).i64(1).insert());
   }
   void explicit_eval(int64_t step, int64_t ts, int64_t dur, const std::string& kind, int64_t loc) {
     ok(w_->row(schema::explicit_evaluations).null().i64(1).i64(ts).i64(dur).i64(step).text(kind).i64(loc).i64(12).i64(0).insert());
@@ -296,6 +303,43 @@ TEST(Analysis, DynamicPaddingGivesAComputedShapeChangeFinding) {
   double steps = 0;
   for (const auto& v : e["values"].a) steps += v["steps"].n;
   EXPECT_EQ(steps, 60) << "every step is counted under its length";
+}
+
+// tc's automatic dynamic: the dim became symbolic at the third compilation,
+// and later lengths ran on that build without compiling (the executions'
+// dynamic_size). Every length the steps ran is a value of the finding, each
+// step under its own, and the pad plan covers the largest; before v8 the
+// finding saw only the three lengths that compiled.
+TEST(Analysis, TcsDynamicGraphCountsEachStepUnderTheSizeItRan) {
+  TempDir dir;
+  StoreBuilder b(dir.file("run.tcdb"));
+  const std::vector<int64_t> lengths = {16, 24, 32, 40, 48, 40, 56, 16, 64};
+  int64_t ts = 0;
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const int64_t len = lengths[s], step = static_cast<int64_t>(s);
+    int64_t graph = len == 16 ? 1 : len == 24 ? 2 : 3;
+    if (s < 3) {
+      b.compilation(graph, step, ts, 500 * kMs, s == 0 ? "first" : "shape_change");
+      if (s == 1) b.shape_input(2, "input_ids", 1, 16, 24);
+      if (s == 2) b.dynamic_input(3, "input_ids", 1, 24, 32);
+      ts += 500 * kMs;
+    }
+    const int64_t exec = kMs + len * kMs / 50;
+    b.execution(graph, step, ts, exec, 1, graph == 3 ? len : 0);
+    b.step(step, ts, exec);
+    ts += exec;
+  }
+  b.run(ts);
+  ta::Report r = b.finish();
+  const ta::Finding* f = find(r, "recompilation.shape_change");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("input_ids dim 1 took 7 values (16..64)"), std::string::npos) << f->title;
+  EXPECT_NE(f->suggestion.find("to 64"), std::string::npos) << f->suggestion;
+  tc::test::JsonValue e = tc::test::parse_json(f->evidence_json);
+  std::map<int64_t, int64_t> steps;
+  for (const auto& v : e["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
+  EXPECT_EQ(steps, (std::map<int64_t, int64_t>{{16, 2}, {24, 1}, {32, 1}, {40, 2}, {48, 1}, {56, 1}, {64, 1}}));
+  EXPECT_EQ(e["steps_unrecorded"].n, 0);
 }
 
 TEST(Analysis, CheapCompilesAndLongRunsGetBuckets) {

@@ -96,7 +96,7 @@ inline std::vector<std::string> write_job(const std::string& dir, const std::vec
     return g;
   };
   auto execute = [&](size_t i, int64_t ts, int64_t dur, int64_t graph, int64_t step, const char* trigger) {
-    ok(out[i].w->row(schema::executions).null().i64(1).i64(local(i, ts)).i64(dur).i64(graph).i64(step).text(trigger).i64(60).i64(++out[i].execution).insert());
+    ok(out[i].w->row(schema::executions).null().i64(1).i64(local(i, ts)).i64(dur).i64(graph).i64(step).text(trigger).i64(60).i64(++out[i].execution).null().insert());
   };
   int64_t start = 10 * ms;
   int64_t seq = 0;

@@ -67,12 +67,13 @@ TEST_F(CollectRecords, AWrongFieldCountIsDroppedAndCountedNotStoredShifted) {
                                 .step = 0,
                                 .trigger = tr::intern("mark_step"),
                                 .nodes = 10,
-                                .execution_id = 77});
+                                .execution_id = 77,
+                                .dynamic_size = 0});
     // A compilation short of fields (as a producer built against other declarations
     // would send it), twice, and an execution with one field too many.
     tr::record(tr::RecordKind::kCompilation, {int64_t(tr::now()), 5, 9});
     tr::record(tr::RecordKind::kCompilation, {int64_t(tr::now()), 5, 9});
-    tr::record(tr::RecordKind::kExecution, {int64_t(tr::now()), 10, 4, 0, 0, 10, 78, 99});
+    tr::record(tr::RecordKind::kExecution, {int64_t(tr::now()), 10, 4, 0, 0, 10, 78, 0, 99});
   }).join();
   tc::store::Reader r = collect();
   EXPECT_EQ(*r.scalar_i64("SELECT count(*) FROM compilations"), 0) << "a short record is not padded with NULL";
@@ -84,7 +85,7 @@ TEST_F(CollectRecords, AWrongFieldCountIsDroppedAndCountedNotStoredShifted) {
   EXPECT_EQ(q.i64(0), 2);
   EXPECT_EQ(q.i64(2) + q.i64(3), 2) << "it names the thread and process that sent it";
   ASSERT_TRUE(q.next());
-  EXPECT_EQ(q.text(1), "record of kind executions with 8 fields, expected 7");
+  EXPECT_EQ(q.text(1), "record of kind executions with 9 fields, expected 8");
   EXPECT_EQ(q.i64(0), 1);
   EXPECT_FALSE(q.next());
   EXPECT_EQ(*r.scalar_i64("SELECT complete FROM run"), 0) << "a dropped record makes the run incomplete";

@@ -267,7 +267,7 @@ TEST(store_reader, OpensAStoreOfAnOlderVersion) {
   {
     auto w = Writer::create(path);
     ASSERT_TRUE(w.ok()) << w.status().message();
-    ASSERT_TRUE((*w)->row(schema::executions).null().i64(1).i64(10).i64(5).i64(3).i64(0).text("mark_step").i64(8).i64(41).insert().ok());
+    ASSERT_TRUE((*w)->row(schema::executions).null().i64(1).i64(10).i64(5).i64(3).i64(0).text("mark_step").i64(8).i64(41).null().insert().ok());
     ASSERT_TRUE((*w)->finalize().ok());
   }
   ASSERT_EQ(tc::test::downgrade_store(path, 1), "");

@@ -141,7 +141,7 @@ Status Demo::write_steps() {
       ++events;
     }
     TC_RETURN_IF_ERROR(w.row(schema::executions).null().i64(1).i64(exec_ts).i64(exec_ns).i64(graph).i64(s)
-                           .text("mark_step").i64(260).i64(s + 1).insert());
+                           .text("mark_step").i64(260).i64(s + 1).null().insert());
     events += 2;
     {
       const int64_t share[] = {6, 2, 1};  // ninths of the execution

@@ -121,8 +121,17 @@ struct ShapeRun {
   std::set<int64_t> compiling;  // processes that compiled
   std::map<int64_t, int64_t> pid_of;  // upid -> OS pid
   std::map<int64_t, std::vector<double>> exec;  // executions per graph (training steps and explicit evaluations), in seconds
+  // tc's tiered builds: a graph's first steps ran on the eager executor, then its built code (a tier_up
+  // compilation with a graph id of its own) took over. Its executions count as the graph's in `exec`; `built`
+  // holds the executions of built code only (a tier-up's, or a graph's that never tiered), with their size
+  // (executions.dynamic_size; 0 for a static graph), for comparing the dynamic graph's steps with the static ones'.
+  std::map<int64_t, int64_t> tier_up_of;  // tier-up graph -> the graph it was built for
+  std::set<int64_t> tiered;               // graphs whose first steps ran eager
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> built;
   std::map<InputKey, std::map<int64_t, int64_t>> values;  // (process, input, dim) -> graph -> value
   std::map<InputKey, int64_t> first_old;  // value before the first change
+  std::map<InputKey, std::map<int64_t, int64_t>> old_values;  // (process, input, dim) -> graph -> the value before its change
+  std::map<InputKey, std::vector<int64_t>> tc_dynamic_graphs;  // every graph of tc's that made the dim symbolic (one per signature)
   std::map<InputKey, int64_t> dynamic_at;  // torch.compile (or tc) made the dim dynamic at this size
   std::set<InputKey> dynamic_by_tc;        // of those, tc's own (TC_DYNAMIC)
   std::map<InputKey, int64_t> dynamic_graph;  // the compilation that made it dynamic
@@ -135,16 +144,17 @@ struct ShapeRun {
 
 // Each step's inputs as the hook saw them, and each step's time less the compiling inside it.
 void read_step_inputs(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
-  if (!r.has(store::schema::step_inputs, "value")) return;
   std::map<int64_t, int64_t> upid_of;
   for (auto q = r.query("SELECT utid, upid FROM threads"); q.next();) upid_of[q.i64(0)] = q.i64(1);
   auto upid = [&](int64_t utid) {
     auto it = upid_of.find(utid);
     return it == upid_of.end() ? int64_t{0} : it->second;
   };
-  for (auto q = r.query("SELECT utid, step, input, dim, value FROM step_inputs ORDER BY id"); q.next();) {
-    const int64_t p = upid(q.i64(0));
-    run.step_values[{p, text(q.text(2)), q.i64(3)}][{p, q.i64(1)}] = q.i64(4);
+  if (r.has(store::schema::step_inputs, "value")) {
+    for (auto q = r.query("SELECT utid, step, input, dim, value FROM step_inputs ORDER BY id"); q.next();) {
+      const int64_t p = upid(q.i64(0));
+      run.step_values[{p, text(q.text(2)), q.i64(3)}][{p, q.i64(1)}] = q.i64(4);
+    }
   }
   if (run.step_values.empty()) return;
   for (const Step& st : report.steps) {
@@ -158,6 +168,52 @@ void read_step_inputs(const store::Reader& r, const Report& report, StoreText& t
   }
 }
 
+// tc's own dynamic graphs (executions.dynamic_size): each step's size of a
+// dim that a graph made symbolic, so that steps count under the size they
+// ran, as the hook's step_inputs do for the frameworks. The static graphs
+// of the same shape-erased signature count under the size they compiled
+// for. Only a dim that is s itself (its size at the dynamic compilation is
+// that execution's s), not a form of it.
+void read_dynamic_sizes(const store::Reader& r, ShapeRun& run) {
+  if (run.tc_dynamic_graphs.empty() || !r.has(store::schema::executions, "dynamic_size")) return;
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> runs;  // graph -> (step, dynamic size) of each execution
+  for (auto q = r.query("SELECT graph_id, step, coalesce(dynamic_size, 0) FROM executions WHERE graph_id <> 0 ORDER BY id"); q.next();) {
+    const auto tier = run.tier_up_of.find(q.i64(0));  // a tier-up's steps are its graph's
+    runs[tier != run.tier_up_of.end() ? tier->second : q.i64(0)].push_back({q.i64(1), q.i64(2)});
+  }
+  for (const auto& [key, dynamic] : run.tc_dynamic_graphs) {
+    const std::map<int64_t, int64_t>& compiled = run.values.at(key);  // graph -> the dim's size it compiled at
+    for (const int64_t dyn : dynamic) {
+      const GraphInfo& d = run.graphs.at(dyn);
+      auto first = runs.find(dyn);
+      if (first == runs.end() || first->second.empty() || first->second.front().second != compiled.at(dyn)) continue;
+      // The family: this process's graphs of the same shape-erased signature. Its first graph compiled at the
+      // size before the family's first change.
+      std::vector<int64_t> family;
+      int64_t before_first = 0, first_change_ts = INT64_MAX;
+      for (const auto& [gid, g] : run.graphs) {
+        if (g.upid != d.upid || g.shape_erased != d.shape_erased || g.reason == "structure_change") continue;
+        family.push_back(gid);
+        if (auto o = run.old_values.at(key).find(gid); o != run.old_values.at(key).end() && g.ts < first_change_ts)
+          first_change_ts = g.ts, before_first = o->second;
+      }
+      auto& steps = run.step_values[key];
+      for (const int64_t gid : family) {
+        const GraphInfo& g = run.graphs.at(gid);
+        auto e = runs.find(gid);
+        if (e == runs.end()) continue;
+        int64_t fixed = 0;  // a static graph's size of the dim
+        if (gid != dyn) {
+          if (auto v = compiled.find(gid); v != compiled.end()) fixed = v->second;
+          else if (g.reason == "first" && before_first > 0) fixed = before_first;
+          else continue;  // another dim changed there: this one's size is not known
+        }
+        for (const auto& [step, size] : e->second) steps[{g.upid, step}] = gid == dyn ? size : fixed;
+      }
+    }
+  }
+}
+
 void read_shape_run(const store::Reader& r, const Report& report, StoreText& text, ShapeRun& run) {
   const std::string upid_of = "coalesce((SELECT t.upid FROM threads t WHERE t.utid = e.utid), 0)";
   // A failed compilation (torch.compile's recompile limit) compiled no graph.
@@ -165,12 +221,18 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
   const std::string framework = compiled.empty() ? "'tc'" : "framework";
   const std::string frame = compiled.empty() ? "NULL" : "frame";
   std::map<std::pair<int64_t, std::string>, int64_t> forward_of;  // (upid, torch.compile compile id) -> its graph
+  std::map<std::pair<int64_t, std::string>, int64_t> by_signature;  // (upid, signature) -> its latest blocking graph
   for (auto q = r.query("SELECT graph_id, ts, dur, reason, " + upid_of + ", step, shape_erased, " + framework + ", trigger, " + frame +
-                        " FROM compilations e" + compiled + " ORDER BY ts");
+                        ", signature FROM compilations e" + compiled + " ORDER BY ts");
        q.next();) {
     const double compile_s = static_cast<double>(q.i64(2)) / 1e9;
     const std::pair<int64_t, std::string> fwd{q.i64(4), q.is_null(9) ? std::string() : text(q.text(9))};
-    if (text(q.text(8)) == "tier_up") continue;  // built beside the steps (kBlocking)
+    const std::pair<int64_t, std::string> sig{q.i64(4), q.is_null(10) ? std::string() : text(q.text(10))};
+    if (text(q.text(8)) == "tier_up") {  // built beside the steps (kBlocking): its executions are its graph's
+      if (auto o = by_signature.find(sig); o != by_signature.end()) run.tier_up_of[q.i64(0)] = o->second, run.tiered.insert(o->second);
+      continue;
+    }
+    by_signature[sig] = q.i64(0);
     // torch.compile's backward is compiled at the first backward: its time is its forward graph's.
     if (text(q.text(8)) == "backward") {
       if (auto f = forward_of.find(fwd); f != forward_of.end()) run.graphs[f->second].compile_s += compile_s;
@@ -183,8 +245,13 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
   }
   if (run.graphs.empty()) return;
   for (auto q = r.query("SELECT upid, pid FROM processes"); q.next();) run.pid_of[q.i64(0)] = q.i64(1);
-  for (auto q = r.query("SELECT graph_id, dur FROM executions WHERE graph_id <> 0"); q.next();) {
-    run.exec[q.i64(0)].push_back(static_cast<double>(q.i64(1)) / 1e9);
+  const std::string size = r.has(store::schema::executions, "dynamic_size") ? "coalesce(dynamic_size, 0)" : "0";
+  for (auto q = r.query("SELECT graph_id, dur, " + size + " FROM executions WHERE graph_id <> 0"); q.next();) {
+    const double dur_s = static_cast<double>(q.i64(1)) / 1e9;
+    const auto tier = run.tier_up_of.find(q.i64(0));
+    const int64_t gid = tier != run.tier_up_of.end() ? tier->second : q.i64(0);
+    run.exec[gid].push_back(dur_s);
+    if (tier != run.tier_up_of.end() || !run.tiered.contains(gid)) run.built[gid].push_back({q.i64(2), dur_s});
   }
   if (run.exec.empty()) executions_from_steps(run.graphs, report, run.exec);
   const std::string dynamic = r.has(store::schema::compilation_inputs, "dynamic") ? "dynamic" : "0";
@@ -193,13 +260,16 @@ void read_shape_run(const store::Reader& r, const Report& report, StoreText& tex
     InputKey key{q.i64(5), q.is_null(1) ? std::string("(unnamed input)") : text(q.text(1)), q.i64(2)};
     run.values[key][q.i64(0)] = q.i64(4);
     run.first_old.try_emplace(key, q.i64(3));
+    run.old_values[key][q.i64(0)] = q.i64(3);
     run.first_seen.try_emplace(key, static_cast<int64_t>(run.first_seen.size()));
+    if (auto g = run.graphs.find(q.i64(0)); q.i64(6) == 1 && g != run.graphs.end() && !g->second.carries) run.tc_dynamic_graphs[key].push_back(q.i64(0));
     if (q.i64(6) == 1 && run.dynamic_at.try_emplace(key, q.i64(4)).second) {
       run.dynamic_graph[key] = q.i64(0);
       auto g = run.graphs.find(q.i64(0));
       if (g != run.graphs.end() && !g->second.carries) run.dynamic_by_tc.insert(key);
     }
   }
+  read_dynamic_sizes(r, run);
   read_step_inputs(r, report, text, run);
 }
 
@@ -303,6 +373,7 @@ struct DynamicPlan {
   int64_t compilations = 0;
   double total_s = 0, saving_s = 0, step_ratio = 1;
   bool measured = false;
+  std::vector<int64_t> compared_at;  // tc: the sizes where the dynamic and a static graph's built code both ran
 };
 
 double median_of(std::vector<double> v) {
@@ -315,7 +386,31 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
   DynamicPlan d;
   double execute_s = 0;
   for (const DimValue& v : observed) execute_s += v.execute_s, d.compilations += v.compilations;
-  if (auto g = run.dynamic_graph.find(key); g != run.dynamic_graph.end()) {
+  if (auto g = run.dynamic_graph.find(key); g != run.dynamic_graph.end() && run.dynamic_by_tc.contains(key)) {
+    // tc: built code only (not a graph's eager first steps), at the sizes both ran.
+    std::map<int64_t, std::vector<double>> dynamic_at, static_at;
+    if (auto e = run.built.find(g->second); e != run.built.end())
+      for (const auto& [size, t] : e->second) dynamic_at[size].push_back(t);
+    for (const auto& [gid, v] : run.values.at(key))
+      if (auto e = run.built.find(gid); gid != g->second && e != run.built.end())
+        for (const auto& [size, t] : e->second) static_at[v].push_back(t);
+    // The family's first graph compiled at the size before the first change.
+    const GraphInfo& dyn = run.graphs.at(g->second);
+    for (const auto& [gid, gr] : run.graphs) {
+      if (gr.reason != "first" || gr.upid != dyn.upid || gr.shape_erased != dyn.shape_erased || run.values.at(key).contains(gid)) continue;
+      if (auto e = run.built.find(gid); e != run.built.end())
+        for (const auto& [size, t] : e->second) static_at[run.first_old.at(key)].push_back(t);
+    }
+    std::vector<double> ratios;
+    for (const auto& [size, st] : static_at)
+      if (auto dy = dynamic_at.find(size); dy != dynamic_at.end() && median_of(st) > 0) {
+        ratios.push_back(median_of(dy->second) / median_of(st));
+        d.compared_at.push_back(size);
+      }
+    d.measured = !ratios.empty();
+    if (d.measured) d.step_ratio = median_of(ratios);
+    d.total_s = plan.observed_total_s;
+  } else if (auto g = run.dynamic_graph.find(key); g != run.dynamic_graph.end()) {
     std::vector<double> dynamic_exec, static_exec;
     if (auto e = run.exec.find(g->second); e != run.exec.end()) dynamic_exec = e->second;
     for (const auto& [gid, v] : run.values.at(key))
@@ -333,6 +428,13 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
 
 std::string dynamic_text(const std::string& dim_name, const DynamicPlan& d, bool tc) {
   std::string how = tc ? "the default TC_DYNAMIC=auto, or tc::mark_dynamic from the start" : "torch._dynamo.mark_dynamic";
+  if (d.measured && tc) {
+    std::string sizes;
+    for (int64_t v : d.compared_at) sizes += (sizes.empty() ? "" : ", ") + std::to_string(v);
+    return "Dynamic, as this run made " + dim_name + ": " + counted(d.compilations, "compilation", "compilations") +
+           ", the dynamic graph's median step " + format_double("%.2f", d.step_ratio) + "x the static graphs' (measured, built code at the size" +
+           (d.compared_at.size() == 1 ? " " : "s ") + sizes + " both ran).";
+  }
   if (d.measured)
     return "Dynamic, as this run made " + dim_name + ": " + counted(d.compilations, "compilation", "compilations") +
            ", the dynamic graph's median step " + format_double("%.2f", d.step_ratio) + "x the static graphs' (measured, at the sizes each ran).";
@@ -366,7 +468,10 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   j.field("estimated_saving_s", plan.bucket_saving_s).end_object();
   j.field("observed_total_s", plan.observed_total_s).field("short_last_batch", short_last_batch);
   j.key("dynamic").begin_object().field("compilations", dyn.compilations).field("estimated_total_s", dyn.total_s);
-  j.field("estimated_saving_s", dyn.saving_s).field("step_ratio", dyn.step_ratio).field("measured", dyn.measured).end_object();
+  j.field("estimated_saving_s", dyn.saving_s).field("step_ratio", dyn.step_ratio).field("measured", dyn.measured);
+  j.key("compared_at").begin_array();
+  for (int64_t v : dyn.compared_at) j.value(v);
+  j.end_array().end_object();
   // Steps whose sizes the hook recorded, and the steps of the process it did not.
   if (recorded) j.field("steps_recorded", recorded->first).field("steps_unrecorded", recorded->second);
   j.end_object();
@@ -432,7 +537,7 @@ Status shape_change(const store::Reader& r, Report& report, StoreText& text, std
       recorded = {seen, total - seen};
       if (seen < total)
         f.suggestion += " (" + std::to_string(total - seen) + " of " + std::to_string(total) + (total - seen == 1 ? " steps has" : " steps have") + " no record of " + dim_name +
-                        "'s size: the plan covers the " + std::to_string(seen) + " the hook saw.)";
+                        "'s size: the plan covers the " + std::to_string(seen) + (run.dynamic_by_tc.contains(key) ? " that ran it.)" : " the hook saw.)");
     } else if (dyn != run.dynamic_at.end() && !short_last_batch) {
       // The sizes after the dim became dynamic are unknown: no size from this log is the data's largest.
       f.suggestion = "Pad " + dim_name + " to one size at or above the largest your data can have (e.g. the tokenizer's max_length), or bucket: " +
@@ -672,7 +777,9 @@ Status dynamic_marked(const store::Reader& r, Report& report, StoreText& text) {
     f.severity = Severity::kInfo;
     f.title = std::string(tc ? "tc" : "torch.compile") + " made " + input + " dim " + std::to_string(dim) + " dynamic after " + counted(before, "compilation", "compilations") + " of " + function + " (" + format_seconds(static_s) + "), when it went " +
               std::to_string(q.i64(2)) + " -> " + std::to_string(q.i64(3)) + "; the dynamic graph took " + format_seconds(dynamic_s) + " to compile";
-    if (!st.empty() && !dy.empty()) {
+    // tc's static steps before it may be its tiered graphs' eager first steps, and other graphs' steps
+    // are between: recompilation.shape_change compares built code at the sizes both ran.
+    if (!st.empty() && !dy.empty() && !tc) {
       f.title += "; median step " + format_seconds(median_s(st)) + " static, " + format_seconds(median_s(dy)) + " dynamic";
     }
     f.suggestion = "If " + input + " dim " + std::to_string(dim) + " is meant to vary, mark it dynamic from the start "

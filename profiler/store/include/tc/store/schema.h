@@ -38,7 +38,8 @@ namespace tc::store {
 //     ceilings.kernel, ceilings.threads (what the roofline was measured on).
 // v7: framework_memory (the batch model's points from a framework's own
 //     memory accounting: XLA's memory_analysis() of JAX's step).
-inline constexpr int kSchemaVersion = 7;           // PRAGMA user_version
+// v8: executions.dynamic_size (tc's dynamic graphs: the size each execution ran at).
+inline constexpr int kSchemaVersion = 8;           // PRAGMA user_version
 inline constexpr int32_t kApplicationId = 0x74636462;  // 'tcdb', PRAGMA application_id
 
 struct ColumnDecl {

@@ -330,7 +330,9 @@ constexpr int64_t wire(double d) noexcept { return std::bit_cast<int64_t>(d); }
   F(Text, trigger, "'mark_step', 'explicit_evaluation', 'collective' or 'eager'")                                    \
   F(Int, nodes, "IR nodes executed")                                                                   \
   F(Int, execution_id, "this execution, unique in the run (an eager op is one execution too); kernel records refer to it", \
-    .since = 2)
+    .since = 2)                                                                                         \
+  F(IntOrNull, dynamic_size, "a dynamic graph's size s in this execution (its symbolic dims are forms of s; the "       \
+    "compilation_inputs rows with dynamic = 1 name them); NULL for a static graph or the eager executor", .since = 8)
 
 #define TC_TRACE_EXPLICIT_EVALUATION_FIELDS(F)                                                      \
   F(Ts, ts, "when the evaluation was forced")                                                       \
