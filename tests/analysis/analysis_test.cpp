@@ -340,6 +340,13 @@ TEST(Analysis, TcsDynamicGraphCountsEachStepUnderTheSizeItRan) {
   for (const auto& v : e["values"].a) steps[static_cast<int64_t>(v["value"].n)] = static_cast<int64_t>(v["steps"].n);
   EXPECT_EQ(steps, (std::map<int64_t, int64_t>{{16, 2}, {24, 1}, {32, 1}, {40, 2}, {48, 1}, {56, 1}, {64, 1}}));
   EXPECT_EQ(e["steps_unrecorded"].n, 0);
+  // No length ran both static and dynamic: the dynamic graph's time is fitted over its 5 lengths (1 ms + 20 us a
+  // token, as the static graphs') and read at theirs.
+  EXPECT_NE(f->suggestion.find("the dynamic graph's step 1.00x the static graphs' (built code; its time fitted over the 5 sizes it ran, "
+                               "read at the static graphs' sizes 16, 24)"),
+            std::string::npos)
+      << f->suggestion;
+  EXPECT_EQ(e["dynamic"]["fitted_over"].n, 5);
 }
 
 TEST(Analysis, CheapCompilesAndLongRunsGetBuckets) {

@@ -85,7 +85,7 @@ TEST(RecordDeclarations, EveryKindHasItsTableAndWellFormedFields) {
   EXPECT_EQ(tr::record_decl(0), nullptr);
   EXPECT_EQ(tr::record_decl(static_cast<uint16_t>(tr::RecordKind::kCount)), nullptr);
   // The struct and its declaration are one list: members in field order.
-  EXPECT_EQ(tr::record_decl(static_cast<uint16_t>(tr::rec::Execution::kKind))->fields.back().name, "execution_id");
+  EXPECT_EQ(tr::record_decl(static_cast<uint16_t>(tr::rec::Execution::kKind))->fields.back().name, "dynamic_size");
 }
 
 TEST_F(Records, EmitWritesOneRecordWithTheFieldsInDeclarationOrder) {

@@ -374,6 +374,7 @@ struct DynamicPlan {
   double total_s = 0, saving_s = 0, step_ratio = 1;
   bool measured = false;
   std::vector<int64_t> compared_at;  // tc: the sizes where the dynamic and a static graph's built code both ran
+  int64_t fitted_over = 0;           // tc, no size both ran: the dynamic graph's sizes its step time was fitted over (0: not fitted)
 };
 
 double median_of(std::vector<double> v) {
@@ -391,11 +392,17 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
     std::map<int64_t, std::vector<double>> dynamic_at, static_at;
     if (auto e = run.built.find(g->second); e != run.built.end())
       for (const auto& [size, t] : e->second) dynamic_at[size].push_back(t);
+    // The static graphs of its family (its process, its shape-erased signature; an evaluation step's graph of
+    // the same input is another family).
+    const GraphInfo& dyn = run.graphs.at(g->second);
+    const auto family = [&](int64_t gid) {
+      auto it = run.graphs.find(gid);
+      return it != run.graphs.end() && it->second.upid == dyn.upid && it->second.shape_erased == dyn.shape_erased;
+    };
     for (const auto& [gid, v] : run.values.at(key))
-      if (auto e = run.built.find(gid); gid != g->second && e != run.built.end())
+      if (auto e = run.built.find(gid); gid != g->second && family(gid) && e != run.built.end())
         for (const auto& [size, t] : e->second) static_at[v].push_back(t);
     // The family's first graph compiled at the size before the first change.
-    const GraphInfo& dyn = run.graphs.at(g->second);
     for (const auto& [gid, gr] : run.graphs) {
       if (gr.reason != "first" || gr.upid != dyn.upid || gr.shape_erased != dyn.shape_erased || run.values.at(key).contains(gid)) continue;
       if (auto e = run.built.find(gid); e != run.built.end())
@@ -407,6 +414,27 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
         ratios.push_back(median_of(dy->second) / median_of(st));
         d.compared_at.push_back(size);
       }
+    if (ratios.empty() && dynamic_at.size() >= 3) {
+      // No size both ran: the dynamic graph's step time as a line in the size (least squares over the
+      // medians of its sizes), read at each static graph's size.
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (const auto& [size, t] : dynamic_at) {
+        const double x = static_cast<double>(size), y = median_of(t);
+        n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+      }
+      const double den = n * sxx - sx * sx;
+      if (den > 0) {
+        const double b = (n * sxy - sx * sy) / den, a = (sy - b * sx) / n;
+        for (const auto& [size, st] : static_at) {
+          const double fitted = a + b * static_cast<double>(size);
+          if (median_of(st) > 0 && fitted > 0) {
+            ratios.push_back(fitted / median_of(st));
+            d.compared_at.push_back(size);
+          }
+        }
+        d.fitted_over = static_cast<int64_t>(dynamic_at.size());
+      }
+    }
     d.measured = !ratios.empty();
     if (d.measured) d.step_ratio = median_of(ratios);
     d.total_s = plan.observed_total_s;
@@ -431,9 +459,11 @@ std::string dynamic_text(const std::string& dim_name, const DynamicPlan& d, bool
   if (d.measured && tc) {
     std::string sizes;
     for (int64_t v : d.compared_at) sizes += (sizes.empty() ? "" : ", ") + std::to_string(v);
+    const std::string at = d.compared_at.size() == 1 ? " " : "s ";
     return "Dynamic, as this run made " + dim_name + ": " + counted(d.compilations, "compilation", "compilations") +
-           ", the dynamic graph's median step " + format_double("%.2f", d.step_ratio) + "x the static graphs' (measured, built code at the size" +
-           (d.compared_at.size() == 1 ? " " : "s ") + sizes + " both ran).";
+           ", the dynamic graph's step " + format_double("%.2f", d.step_ratio) + "x the static graphs' (" +
+           (d.fitted_over ? "built code; its time fitted over the " + std::to_string(d.fitted_over) + " sizes it ran, read at the static graphs' size" + at + sizes
+                          : "measured, built code at the size" + at + sizes + " both ran") + ").";
   }
   if (d.measured)
     return "Dynamic, as this run made " + dim_name + ": " + counted(d.compilations, "compilation", "compilations") +
@@ -471,7 +501,7 @@ std::string shape_evidence(const InputKey& key, std::optional<int64_t> pid, std:
   j.field("estimated_saving_s", dyn.saving_s).field("step_ratio", dyn.step_ratio).field("measured", dyn.measured);
   j.key("compared_at").begin_array();
   for (int64_t v : dyn.compared_at) j.value(v);
-  j.end_array().end_object();
+  j.end_array().field("fitted_over", dyn.fitted_over).end_object();
   // Steps whose sizes the hook recorded, and the steps of the process it did not.
   if (recorded) j.field("steps_recorded", recorded->first).field("steps_unrecorded", recorded->second);
   j.end_object();
