@@ -387,16 +387,17 @@ bool tiered_enabled() {
   return !(e && std::string_view(e) == "0");
 }
 
-// A graph that may start on the eager tier: a step's graph (it swaps at a step
-// boundary; a graph cut by an explicit evaluation or a collective is built at
-// once), without collectives (every rank must run the same code), on a
+// A graph that may start on the eager tier: a step's graph, or one cut by an
+// explicit evaluation (loss.item() before mark_step(): its next runs are the
+// next steps'); the build swaps in at a step boundary. Not one cut by a
+// collective, nor one with collectives (every rank must run the same code), on a
 // backend whose memory the eager executor can read, whose plan leaves room
 // for the eager executor's memory (it holds what the plan reuses: the
 // Transformer's eager step peaks at 5.7x its plan; 8x is asked for). Not a
 // dynamic program (TC_DYNAMIC): later sizes look it up and run its code.
 bool may_tier(Trigger trigger, const CompiledGraph& exe, const Backend& be, const events::MemoryPlanRecord& m) {
   constexpr int64_t kEagerOverPlan = 8;
-  return trigger == Trigger::mark_step && !exe.collectives && !exe.family && be.host_memory() &&
+  return (trigger == Trigger::mark_step || trigger == Trigger::explicit_eval) && !exe.collectives && !exe.family && be.host_memory() &&
          m.peak <= m.capacity / kEagerOverPlan && tiered_enabled();
 }
 

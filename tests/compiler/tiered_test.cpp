@@ -154,6 +154,36 @@ TEST(Tiered, SameLossesAsUntieredAndAWarmCacheRunsTheBuildAtOnce) {
   EXPECT_EQ(cs[0].reason, "first");
 }
 
+// A graph cut by loss.item() before mark_step() tiers as a step's graph does
+// (before #31's last change it was built at once: the first step waited for
+// g++): its first runs are the eager tier's, its optimized build (a tier_up of
+// the same signature) takes over at a step boundary, and the losses are the
+// untiered run's within the compiled path's tolerance.
+TEST(Tiered, AGraphCutByAnExplicitEvaluationTiersToo) {
+  if (!tc::trace::kCompiledIn) GTEST_SKIP() << "recording is compiled out (TC_TRACE=OFF)";
+  TempDir dir;
+  auto off = tc::test::run(argv_for({"--item-first", "1"}), env_for(dir.file("cache-off"), dir.file("off.tcdb"), "0"));
+  ASSERT_EQ(off.code, 0) << off.err;
+  auto on = tc::test::run(argv_for({"--item-first", "1", "--wait-builds-after", "1"}), env_for(dir.file("cache"), dir.file("on.tcdb"), "1"));
+  ASSERT_EQ(on.code, 0) << on.err;
+  expect_close(losses(on.out), losses(off.out));
+  auto reader = tc::store::Reader::open(dir.file("on.tcdb"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  int64_t eager = 0, built = 0;
+  for (auto q = reader->query("SELECT e.graph_id, e.cache, t.graph_id FROM compilations e JOIN compilations t ON t.signature = e.signature "
+                              "WHERE e.trigger = 'explicit_evaluation' AND t.trigger = 'tier_up'");
+       q.next();) {
+    EXPECT_EQ(q.text(1), "eager") << "its first runs are the eager tier's";
+    eager = q.i64(0), built = q.i64(2);
+  }
+  ASSERT_NE(eager, 0) << "the explicit evaluation's graph has a tier-up";
+  std::vector<int64_t> runs;  // the graphs the explicit evaluations ran, in order
+  for (auto q = reader->query("SELECT graph_id FROM executions WHERE trigger = 'explicit_evaluation' ORDER BY ts"); q.next();) runs.push_back(q.i64(0));
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs.front(), eager);
+  EXPECT_EQ(runs.back(), built) << "the build finished after step 1: it runs from step 3 at the latest";
+}
+
 // A compiler that writes half an object where it was asked to, says it
 // started in `marker`, and never finishes (until killed).
 std::string hanging_compiler(const TempDir& dir, const std::string& marker) {

@@ -1,15 +1,16 @@
 // tc-test-compile: a small MLP training loop for the compiled path's
 // end-to-end tests (recompilation reasons, disk cache, memory plans).
 //
-//   tc-test-compile --batches 16,16,24,16 [--tanh-at K] [--momentum M] [--wait-builds-after K]
+//   tc-test-compile --batches 16,16,24,16 [--tanh-at K] [--momentum M] [--wait-builds-after K] [--item-first 1]
 //
 // One SGD step per listed batch size, inputs named "x" and "y"; with
 // --tanh-at K step K uses tanh instead of relu (a structure change at the
 // same mark_step call site); --momentum 0 makes plain SGD updates (which the
 // kernel pass fuse_gemm_updates turns into accumulating products; default
 // 0.9); --wait-builds-after K waits, after step K, until the tiered builds
-// (TC_TIERED) submitted so far are done. Prints one "step S loss L" line per
-// step, flushed.
+// (TC_TIERED) submitted so far are done; --item-first 1 reads the loss
+// (loss.item(): an explicit evaluation that cuts the graph) before
+// mark_step(). Prints one "step S loss L" line per step, flushed.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -22,7 +23,7 @@
 
 int train(int argc, char** argv) {
   std::vector<int64_t> batches = {16, 16, 16};
-  int tanh_at = -1, wait_after = -1;
+  int tanh_at = -1, wait_after = -1, item_first = 0;
   double momentum = 0.9;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -36,8 +37,10 @@ int train(int argc, char** argv) {
       wait_after = std::atoi(argv[i + 1]);
     } else if (a == "--momentum") {
       momentum = std::atof(argv[i + 1]);
+    } else if (a == "--item-first") {
+      item_first = std::atoi(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K] [--momentum M] [--wait-builds-after K]\n");
+      std::fprintf(stderr, "usage: tc-test-compile --batches 16,16,24 [--tanh-at K] [--momentum M] [--wait-builds-after K] [--item-first 1]\n");
       return 2;
     }
   }
@@ -57,9 +60,10 @@ int train(int argc, char** argv) {
     auto h = l1(x);
     h = static_cast<int>(step) == tanh_at ? tc::tanh(h) : tc::relu(h);
     auto loss = tc::nn::cross_entropy(l2(h), y);
+    const float first = item_first ? loss.item() : 0.0f;
     opt.step(tc::grad(loss, params));
     tc::mark_step();
-    std::printf("step %zu loss %.6f\n", step, static_cast<double>(loss.item()));
+    std::printf("step %zu loss %.6f\n", step, static_cast<double>(item_first ? first : loss.item()));
     std::fflush(stdout);
     if (static_cast<int>(step) == wait_after) tc::detail::wait_for_tier_ups();
   }
