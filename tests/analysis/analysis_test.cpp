@@ -57,9 +57,10 @@ class StoreBuilder {
     ok(w_->row(schema::locations).i64(id).text(name).text(file).text("main").i64(line).insert());
   }
   void step(int64_t step, int64_t ts, int64_t dur) { ok(w_->row(schema::steps).null().i64(1).i64(ts).i64(dur).i64(step).i64(1).insert()); }
-  void compilation(int64_t graph, int64_t step, int64_t ts, int64_t dur, const std::string& reason, int64_t utid = 1) {
+  void compilation(int64_t graph, int64_t step, int64_t ts, int64_t dur, const std::string& reason, int64_t utid = 1,
+                   const std::string& trigger = "mark_step") {
     auto r = w_->row(schema::compilations);
-    r.null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("sig" + std::to_string(graph)).text("erased").text(reason).text("mark_step").i64(1);
+    r.null().i64(utid).i64(ts).i64(dur).i64(graph).i64(step).text("sig" + std::to_string(graph)).text("erased").text(reason).text(trigger).i64(1);
     r.i64(100).i64(60).i64(8).i64(dur / 10).i64(dur / 10).i64(dur / 2).text("built").null().text("/tmp/g.cpp");
     ok(r.insert());
   }
@@ -806,6 +807,35 @@ TEST(Kernels, RatesComeFromTheKernelIrCountsAndTheirTime) {
 // kernel's rate, a note names it, and no kernel is put above 100% of it, in
 // either grouping, in JSON, or in kernel.hotspot. A kernel with under 1% of
 // the kernel time does not raise it (its rate is timer noise) but is clamped.
+// Tiered builds: a graph's first steps ran the eager executor's kernels (graph 0), slower than the built
+// code's and gone once it took over. kernel.hotspot names the built kernel of the line, and says what it
+// passed over; a run that never tiered (TC_EAGER=1, say) keeps its eager kernel.
+TEST(Kernels, TheHotspotNamesTheBuiltKernelNotTheEagerTiers) {
+  for (const bool tiered : {true, false}) {
+    TempDir dir;
+    StoreBuilder b(dir.file("run.tcdb"));
+    b.run(10'000'000'000);
+    b.step(0, 0, 5'000'000'000);
+    b.execution(1, 0, 0, 4'000'000'000);
+    b.compilation(1, 0, 0, 1'000'000, "first");
+    if (tiered) b.compilation(2, 0, 0, 500'000'000, "tier_up", 2, "tier_up");
+    b.kernel(0, 7, "matmul", "matmul", 1'000'000, 2'000'000'000, "/src/train.cpp:88");  // the eager executor's
+    b.kernel(2, 0, "matmul", "matmul", 1'000'000, 2'000'000'000, "/src/train.cpp:88");  // the built code's
+    for (int i = 0; i < 3; ++i) b.kernel_run(1, 0, 7, i * 1'000'000'000, 1'000'000'000);  // 3 s eager
+    b.kernel_run(1, 2, 0, 3'000'000'000, 100'000'000);                                     // 0.1 s built
+    b.ceilings(100, 10);
+    ta::Report report = b.finish();
+    const ta::Finding* f = find(report, "kernel.hotspot");
+    ASSERT_NE(f, nullptr);
+    if (tiered) {
+      EXPECT_NE(f->suggestion.find("Its heaviest kernel (matmul (g2 k0), 1 calls"), std::string::npos) << f->suggestion;
+      EXPECT_NE(f->suggestion.find("this line's kernels on the eager executor, 3.0 s"), std::string::npos) << f->suggestion;
+    } else {
+      EXPECT_NE(f->suggestion.find("Its heaviest kernel (matmul (g0 k7), 3 calls"), std::string::npos) << f->suggestion;
+    }
+  }
+}
+
 TEST(Kernels, AKernelAboveTheCeilingMeansTheProbeMeasuredLow) {
   TempDir dir;
   StoreBuilder b(dir.file("low.tcdb"));
