@@ -168,12 +168,36 @@ void read_step_inputs(const store::Reader& r, const Report& report, StoreText& t
   }
 }
 
+// The static graphs of dynamic graph `dyn`'s family (its process, its
+// shape-erased signature; an evaluation step's graph of the same input is
+// another family), each with the size of `key`'s dim it compiled for: its
+// compilation_inputs row's, or for the family's first graph the size before
+// the family's first change. A graph where another dim changed is left out
+// (this dim's size there is not known).
+std::map<int64_t, int64_t> static_sizes(const ShapeRun& run, const InputKey& key, int64_t dyn) {
+  const GraphInfo& d = run.graphs.at(dyn);
+  const std::map<int64_t, int64_t>&compiled = run.values.at(key), &old = run.old_values.at(key);
+  std::map<int64_t, int64_t> out;
+  std::vector<int64_t> firsts;
+  int64_t before_first = 0, first_change_ts = INT64_MAX;
+  for (const auto& [gid, g] : run.graphs) {
+    if (g.upid != d.upid || g.shape_erased != d.shape_erased || g.reason == "structure_change") continue;
+    if (auto o = old.find(gid); o != old.end() && g.ts < first_change_ts) first_change_ts = g.ts, before_first = o->second;
+    if (gid == dyn) continue;
+    if (auto v = compiled.find(gid); v != compiled.end()) out[gid] = v->second;
+    else if (g.reason == "first") firsts.push_back(gid);
+  }
+  if (before_first > 0)
+    for (int64_t gid : firsts) out[gid] = before_first;
+  return out;
+}
+
 // tc's own dynamic graphs (executions.dynamic_size): each step's size of a
 // dim that a graph made symbolic, so that steps count under the size they
 // ran, as the hook's step_inputs do for the frameworks. The static graphs
-// of the same shape-erased signature count under the size they compiled
-// for. Only a dim that is s itself (its size at the dynamic compilation is
-// that execution's s), not a form of it.
+// of the same family count under the size they compiled for. Only a dim
+// that is s itself (its size at the dynamic compilation is that
+// execution's s), not a form of it.
 void read_dynamic_sizes(const store::Reader& r, ShapeRun& run) {
   if (run.tc_dynamic_graphs.empty() || !r.has(store::schema::executions, "dynamic_size")) return;
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> runs;  // graph -> (step, dynamic size) of each execution
@@ -182,34 +206,15 @@ void read_dynamic_sizes(const store::Reader& r, ShapeRun& run) {
     runs[tier != run.tier_up_of.end() ? tier->second : q.i64(0)].push_back({q.i64(1), q.i64(2)});
   }
   for (const auto& [key, dynamic] : run.tc_dynamic_graphs) {
-    const std::map<int64_t, int64_t>& compiled = run.values.at(key);  // graph -> the dim's size it compiled at
     for (const int64_t dyn : dynamic) {
-      const GraphInfo& d = run.graphs.at(dyn);
-      auto first = runs.find(dyn);
-      if (first == runs.end() || first->second.empty() || first->second.front().second != compiled.at(dyn)) continue;
-      // The family: this process's graphs of the same shape-erased signature. Its first graph compiled at the
-      // size before the family's first change.
-      std::vector<int64_t> family;
-      int64_t before_first = 0, first_change_ts = INT64_MAX;
-      for (const auto& [gid, g] : run.graphs) {
-        if (g.upid != d.upid || g.shape_erased != d.shape_erased || g.reason == "structure_change") continue;
-        family.push_back(gid);
-        if (auto o = run.old_values.at(key).find(gid); o != run.old_values.at(key).end() && g.ts < first_change_ts)
-          first_change_ts = g.ts, before_first = o->second;
-      }
+      auto own = runs.find(dyn);
+      if (own == runs.end() || own->second.empty() || own->second.front().second != run.values.at(key).at(dyn)) continue;
+      const int64_t upid = run.graphs.at(dyn).upid;
       auto& steps = run.step_values[key];
-      for (const int64_t gid : family) {
-        const GraphInfo& g = run.graphs.at(gid);
-        auto e = runs.find(gid);
-        if (e == runs.end()) continue;
-        int64_t fixed = 0;  // a static graph's size of the dim
-        if (gid != dyn) {
-          if (auto v = compiled.find(gid); v != compiled.end()) fixed = v->second;
-          else if (g.reason == "first" && before_first > 0) fixed = before_first;
-          else continue;  // another dim changed there: this one's size is not known
-        }
-        for (const auto& [step, size] : e->second) steps[{g.upid, step}] = gid == dyn ? size : fixed;
-      }
+      for (const auto& [step, size] : own->second) steps[{upid, step}] = size;
+      for (const auto& [gid, size] : static_sizes(run, key, dyn))
+        if (auto e = runs.find(gid); e != runs.end())
+          for (const auto& [step, _] : e->second) steps[{upid, step}] = size;
     }
   }
 }
@@ -392,22 +397,9 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
     std::map<int64_t, std::vector<double>> dynamic_at, static_at;
     if (auto e = run.built.find(g->second); e != run.built.end())
       for (const auto& [size, t] : e->second) dynamic_at[size].push_back(t);
-    // The static graphs of its family (its process, its shape-erased signature; an evaluation step's graph of
-    // the same input is another family).
-    const GraphInfo& dyn = run.graphs.at(g->second);
-    const auto family = [&](int64_t gid) {
-      auto it = run.graphs.find(gid);
-      return it != run.graphs.end() && it->second.upid == dyn.upid && it->second.shape_erased == dyn.shape_erased;
-    };
-    for (const auto& [gid, v] : run.values.at(key))
-      if (auto e = run.built.find(gid); gid != g->second && family(gid) && e != run.built.end())
-        for (const auto& [size, t] : e->second) static_at[v].push_back(t);
-    // The family's first graph compiled at the size before the first change.
-    for (const auto& [gid, gr] : run.graphs) {
-      if (gr.reason != "first" || gr.upid != dyn.upid || gr.shape_erased != dyn.shape_erased || run.values.at(key).contains(gid)) continue;
+    for (const auto& [gid, size] : static_sizes(run, key, g->second))
       if (auto e = run.built.find(gid); e != run.built.end())
-        for (const auto& [size, t] : e->second) static_at[run.first_old.at(key)].push_back(t);
-    }
+        for (const auto& [_, t] : e->second) static_at[size].push_back(t);
     std::vector<double> ratios;
     for (const auto& [size, st] : static_at)
       if (auto dy = dynamic_at.find(size); dy != dynamic_at.end() && median_of(st) > 0) {
@@ -417,16 +409,11 @@ DynamicPlan dynamic_plan(const ShapeRun& run, const InputKey& key, const std::ve
     if (ratios.empty() && dynamic_at.size() >= 3) {
       // No size both ran: the dynamic graph's step time as a line in the size (least squares over the
       // medians of its sizes), read at each static graph's size.
-      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-      for (const auto& [size, t] : dynamic_at) {
-        const double x = static_cast<double>(size), y = median_of(t);
-        n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-      }
-      const double den = n * sxx - sx * sx;
-      if (den > 0) {
-        const double b = (n * sxy - sx * sy) / den, a = (sy - b * sx) / n;
+      std::vector<WeightedPoint> points;
+      for (const auto& [size, t] : dynamic_at) points.push_back({static_cast<double>(size), median_of(t)});
+      if (const std::optional<Line> line = fit_line(points)) {
         for (const auto& [size, st] : static_at) {
-          const double fitted = a + b * static_cast<double>(size);
+          const double fitted = line->at(static_cast<double>(size));
           if (median_of(st) > 0 && fitted > 0) {
             ratios.push_back(fitted / median_of(st));
             d.compared_at.push_back(size);
@@ -933,7 +920,6 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
 Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m);
 
 Status memory(const store::Reader& r, Report& report, const Options& options) {
-  const Summary& s = report.summary;
   BatchModel m = batch_model(r);
   // memory.oom
   auto q = r.query(
@@ -1121,21 +1107,16 @@ Status kernel_hotspot(const store::Reader& r, Report& report) {
   // its code builds: slow, and gone once the build takes over. The kernel to speed up is the built code's.
   auto tier_ups = r.scalar_i64("SELECT count(*) FROM compilations WHERE trigger = 'tier_up'");
   const bool tiered = tier_ups.ok() && *tier_ups > 0;
-  const KernelRow* heaviest = nullptr;
-  double eager_tier_s = 0;  // the top line's eager kernels passed over
+  const KernelRow *heaviest = nullptr, *built = nullptr;  // the top line's heaviest kernel, and of built code
+  double eager_tier_s = 0;                                // the top line's eager kernels passed over for it
   for (const KernelRow& k : kernels->rows) {
     if (k.kind == "collective" || k.sites.empty() || k.sites.front() != top.name) continue;
-    if (tiered && k.graph_id == 0) {
-      eager_tier_s += k.total_s;
-      continue;
-    }
     if (!heaviest) heaviest = &k;
+    if (tiered && k.graph_id == 0) eager_tier_s += k.total_s;
+    else if (!built) built = &k;
   }
-  if (!heaviest) {  // only eager kernels on that line
-    eager_tier_s = 0;
-    for (const KernelRow& k : kernels->rows)
-      if (k.kind != "collective" && !k.sites.empty() && k.sites.front() == top.name) { heaviest = &k; break; }
-  }
+  if (built) heaviest = built;
+  else eager_tier_s = 0;  // only eager kernels on that line
   // Shares of the execute time outside collectives (all of it without any).
   const double in_collectives = sites->kernel_s - kernel_s;
   const double execute_s = std::max(sites->execute_s - in_collectives, kernel_s);

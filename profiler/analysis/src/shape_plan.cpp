@@ -24,27 +24,23 @@ void fit_compile(const std::vector<DimValue>& values, ShapePlan& p) {
 
 // Execute time per step as a + b * v, weighted by steps.
 void fit_execute(const std::vector<DimValue>& values, ShapePlan& p) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  int points = 0;
+  std::vector<WeightedPoint> points;
+  double executed = 0, execute_s = 0;  // sizes and seconds over the steps
   for (const DimValue& d : values) {
     if (d.steps == 0) continue;
-    double w = static_cast<double>(d.steps), x = static_cast<double>(d.value), y = d.execute_s / static_cast<double>(d.steps);
-    sw += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
-    ++points;
+    const double w = static_cast<double>(d.steps);
+    points.push_back({static_cast<double>(d.value), d.execute_s / w, w});
+    executed += w * static_cast<double>(d.value);
+    execute_s += d.execute_s;
   }
-  double denom = sw * sxx - sx * sx;
-  if (points >= 2 && denom > 0) {
-    p.exec_b = (sw * sxy - sx * sy) / denom;
-    p.exec_a = (sy - p.exec_b * sx) / sw;
-  }
-  if (points < 2 || denom <= 0 || p.exec_b < 0 || p.exec_a < 0) {
+  const std::optional<Line> line = fit_line(points);
+  if (line && line->b >= 0 && line->a >= 0) {
+    p.exec_a = line->a;
+    p.exec_b = line->b;
+  } else {
     // Too few points for a line, or a nonsense one: time proportional to size.
     p.exec_a = 0;
-    p.exec_b = sx > 0 ? sy / sx : 0;
+    p.exec_b = executed > 0 ? execute_s / executed : 0;
   }
 }
 
@@ -160,6 +156,23 @@ void find_short_batch(const std::vector<DimValue>& values, ShapePlan& p) {
 }
 
 }  // namespace
+
+std::optional<Line> fit_line(const std::vector<WeightedPoint>& points) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const WeightedPoint& q : points) {
+    sw += q.w;
+    sx += q.w * q.x;
+    sy += q.w * q.y;
+    sxx += q.w * q.x * q.x;
+    sxy += q.w * q.x * q.y;
+  }
+  const double denom = sw * sxx - sx * sx;
+  if (points.size() < 2 || denom <= 0) return std::nullopt;
+  Line line;
+  line.b = (sw * sxy - sx * sy) / denom;
+  line.a = (sy - line.b * sx) / sw;
+  return line;
+}
 
 ShapePlan plan_for(const std::vector<DimValue>& values) {
   ShapePlan p;

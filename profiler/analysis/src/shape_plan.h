@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace tc::analysis {
@@ -36,5 +37,15 @@ struct ShapePlan {
 
 // `values` sorted by value, at least two.
 ShapePlan plan_for(const std::vector<DimValue>& values);
+
+// y = a + b * x by weighted least squares; nullopt without two distinct x.
+struct WeightedPoint {
+  double x = 0, y = 0, w = 1;
+};
+struct Line {
+  double a = 0, b = 0;
+  double at(double x) const { return a + b * x; }
+};
+std::optional<Line> fit_line(const std::vector<WeightedPoint>& points);
 
 }  // namespace tc::analysis

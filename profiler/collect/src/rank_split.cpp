@@ -1,7 +1,6 @@
 // One tc-profile over a whole job, divided into a store per rank
 // (collector.h: split_by_rank).
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
