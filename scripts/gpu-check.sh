@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA backend on a machine with an NVIDIA GPU (issue #18), in one run of
 # under 8 minutes:
-#   1. the op table on cuda against eager (OpTableOnBackend/cuda, not skipped);
+#   1. the op table and the dynamic rows (symbolic sizes, issue #31) on cuda
+#      against eager (OpTableOnBackend/cuda, DynamicOnBackend/cuda, not skipped);
 #   2. the op table's ops, MLP (SGD, AdamW) and Transformer steps compiled on
 #      the GPU against eager (tests/cuda with TC_CUDA_TEST_BACKEND=cuda), the
 #      NVRTC/ptxas check and the CUPTI translation tests;
@@ -113,8 +114,9 @@ check() {
   fi
 }
 
-echo "== 1. the op table on cuda against eager"
+echo "== 1. the op table and the dynamic rows on cuda against eager"
 NOSKIP=1 check op_table_cuda 120 env TC_DEVICE=cuda "$bin/tc_compiler_tests" --gtest_filter='Backends/OpTableOnBackend.EveryRowMatchesReference/cuda'
+NOSKIP=1 check dynamic_cuda 120 env TC_TIERED=0 "$bin/tc_compiler_tests" --gtest_filter='Backends/DynamicOnBackend.*/cuda'
 
 echo "== 2. tests/cuda on the GPU: the table's ops, MLP and Transformer steps against eager"
 NOSKIP=1 check cuda_tests_on_gpu 180 env TC_CUDA_TEST_BACKEND=cuda "$bin/tc_cuda_tests" --gtest_filter='CudaEmulated.*:CudaBackend.*'

@@ -584,6 +584,7 @@ bool build_dynamic(const DynamicChoice& ch, events::CompilationRecord& rec, CGra
     return false;
   }
   if (!unify(ps, ch.sizes, why)) return false;
+  if (*why = backend().symbolic_unsupported(ps[0]); !why->empty()) return false;
   *out = std::move(ps[0]);
   rec.nodes_after = g->live_nodes();
   rec.kernels = static_cast<int64_t>(out->kernels.size());

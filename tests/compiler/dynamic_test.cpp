@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <tc/tc.h>
 
 #include "backend/backend.h"  // compiler/src: the backends the rows run on
@@ -47,10 +49,28 @@ tc::detail::Backend& cpu_backend() {
   return *b;
 }
 
-// Every test runs on the cpu backend (the one with dynamic programs), TC_DYNAMIC unset.
+// The policy tests run on the cpu backend, TC_DYNAMIC unset.
 class Dynamic : public ::testing::Test {
  protected:
   tc::detail::ScopedBackend use_{cpu_backend()};
+  EnvGuard env_{nullptr};
+};
+
+// Compiled equals eager on every backend with dynamic programs: cpu,
+// cuda-emulated (the CUDA source and launch plan run on the CPU) and cuda
+// (skipped without a device; scripts/gpu-check.sh runs it on one).
+class DynamicOnBackend : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    tc::detail::Backend* b = tc::detail::find_backend(GetParam(), &why);
+    if (!b) GTEST_SKIP() << "backend " << GetParam() << " cannot run here: " << why;
+    use_.emplace(*b);
+  }
+  // Each backend's own graph where a test counts compilations: the shapes
+  // the compiler has seen are the process's, whatever the backend.
+  int variant() const { return std::string(GetParam()) == "cpu" ? 0 : std::string(GetParam()) == "cuda-emulated" ? 1 : 2; }
+  std::optional<tc::detail::ScopedBackend> use_;
   EnvGuard env_{nullptr};
 };
 
@@ -58,7 +78,8 @@ constexpr int64_t kB = 2, kD = 8, kH = 2, kV = 11, kN = 5;
 
 // Every row's value (each op with the sequence length t as a dim) and the
 // gradients of their weighted sum: one graph, one compilation per size.
-std::vector<std::vector<float>> rows(int64_t t, bool eager, bool mark_static = false) {
+// `variant` adds that many rows (another graph for another backend).
+std::vector<std::vector<float>> rows(int64_t t, bool eager, bool mark_static = false, int variant = 0) {
   tc::set_eager(eager);
   const uint64_t seed = static_cast<uint64_t>(t) * 101;
   T x = tc::from_host(randv(kB * t * kD, seed), {kB, t, kD}, "x");
@@ -89,6 +110,7 @@ std::vector<std::vector<float>> rows(int64_t t, bool eager, bool mark_static = f
       tc::log_softmax(tc::matmul(x, w), -1) * tc::one_hot(tc::cast(tc::slice(tok, 0, 0, 1), tc::i32), kN),
       tc::sum(tc::square(x), {0, 2}),
   };
+  for (int v = 0; v < variant; ++v) out.push_back(tc::exp(x) * static_cast<double>(v + 2));
   T loss = tc::zeros({});
   for (std::size_t r = 0; r < out.size(); ++r) {
     T wr = tc::from_host(randv(out[r].numel(), 50 + r), out[r].shape());
@@ -116,17 +138,19 @@ void expect_close(const std::vector<std::vector<float>>& got, const std::vector<
 // Sizes 3 and 5 compile static graphs; 7 the dynamic one, which then serves
 // 2, 9 (the largest: its arena grows, a new plan is recorded), 4 and 7 again;
 // 1 stays specialized. Each against the eager executor.
-TEST_F(Dynamic, OpRowsMatchEagerAtEverySize) {
+TEST_P(DynamicOnBackend, OpRowsMatchEagerAtEverySize) {
   Count count;
   tc::events::set_test_observer(&count);
   int grown = 0;
   for (int64_t t : {3, 5, 7, 2, 9, 1, 4, 7}) {
     const int before = count.compilations, plans = count.plans;
-    auto compiled = rows(t, false);
-    auto eager = rows(t, true);
+    auto compiled = rows(t, false, false, variant());
+    auto eager = rows(t, true, false, variant());
     expect_close(compiled, eager, t);
     if (t == 9) grown = count.plans - plans;
-    if (t == 2 || t == 9 || t == 4 || t == 7) EXPECT_EQ(count.compilations, before + (t == 7 && before == 2 ? 1 : 0)) << "t=" << t;
+    if (t == 2 || t == 9 || t == 4 || t == 7) {
+      EXPECT_EQ(count.compilations, before + (t == 7 && before == 2 ? 1 : 0)) << "t=" << t;
+    }
   }
   tc::events::set_test_observer(nullptr);
   EXPECT_EQ(count.compilations, 4);  // 3, 5, dynamic at 7, and 1
@@ -227,7 +251,7 @@ Trained train_lengths(bool eager) {
   return r;
 }
 
-TEST_F(Dynamic, TrainingWithALengthPerStepMatchesEager) {
+TEST_P(DynamicOnBackend, TrainingWithALengthPerStepMatchesEager) {
   Trained eager = train_lengths(true);
   Trained lazy = train_lengths(false);
   ASSERT_EQ(lazy.params.size(), eager.params.size());
@@ -237,10 +261,18 @@ TEST_F(Dynamic, TrainingWithALengthPerStepMatchesEager) {
   // cancels it, its gradient is 0 up to rounding, and AdamW turns either
   // executor's rounding noise into steps of lr (so does TC_DYNAMIC=off).
   for (std::size_t i = 0; i < eager.params.size(); ++i)
-    if (i < eager.key_bias || i >= eager.key_bias + 16)
+    if (i < eager.key_bias || i >= eager.key_bias + 16) {
       EXPECT_NEAR(lazy.params[i], eager.params[i], 1e-4 * (1 + std::fabs(eager.params[i]))) << "parameter element " << i;
+    }
   // Two static graphs, the dynamic one at the third length, length 1's own.
   EXPECT_LE(lazy.compilations, 4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DynamicOnBackend, ::testing::Values("cpu", "cuda-emulated", "cuda"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string n = info.param;
+                           for (char& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
 
 }  // namespace

@@ -230,6 +230,8 @@ class Capturing final : public tc::detail::Backend {
     return inner_.compile(p, graph_id);
   }
   void synchronize() override { inner_.synchronize(); }
+  bool symbolic_sizes() const override { return inner_.symbolic_sizes(); }
+  std::string symbolic_unsupported(const tc::detail::Program& p) const override { return inner_.symbolic_unsupported(p); }
   Ceilings ceilings() override { return inner_.ceilings(); }
 
  private:
@@ -266,6 +268,39 @@ Capturing& table_run(std::vector<Values>* eager_out = nullptr, std::vector<Value
   return capture;
 }
 
+// One step's graph whose dims follow the sequence length t (a dynamic
+// program from the third length on); its values, run now.
+[[maybe_unused]] std::vector<std::vector<float>> length_graph(int64_t t) {
+  constexpr int64_t B = 2, D = 8, V = 11;
+  Ts x = make_inputs({"x", {{{B, t, D}}, {{D, 5}}, {{D}}, {{3 * D, 3 * D}}}, nullptr}, 7);
+  std::vector<int32_t> ids(static_cast<std::size_t>(B * t));
+  std::vector<float> pad(static_cast<std::size_t>(B * t));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7 + 3) % V), pad[i] = i % 5 == 4;
+  T mask = tc::cast(tc::from_host(pad, {B, t}), tc::b8);
+  T table = make_inputs({"t", {{{V, D}}}, nullptr}, 8)[0];
+  T qkv = tc::matmul(tc::concat({x[0], x[0] * 0.5, tc::tanh(x[0])}, 2), x[3]);
+  Ts out = {
+      tc::gelu(x[0] * x[2]),
+      tc::mean(x[0], {1}),
+      tc::softmax(x[0], 1),
+      tc::matmul(x[0], x[1]),
+      tc::matmul(x[0], tc::transpose(x[0], 1, 2)),
+      tc::matmul(tc::transpose(x[0], 1, 2), x[0]),
+      tc::layer_norm(x[0], x[2], x[2]),
+      tc::self_attention(qkv, 2, mask),
+      tc::embedding(table, tc::from_host(ids, {B, t})) * x[0],
+      tc::slice(x[0], 1, 1, t),
+  };
+  T loss = tc::zeros({});
+  for (const T& o : out) loss = loss + tc::sum(o * o);
+  Ts grads = tc::grad(loss, {x[0], x[1], x[2], x[3], table});
+  tc::mark_step();
+  std::vector<std::vector<float>> values;
+  for (const T& o : out) values.push_back(o.to_host());
+  for (const T& g : grads) values.push_back(g.to_host());
+  return values;
+}
+
 #if TC_CUDA_TEST_PART == 1
 TEST(CudaEmulated, EveryOpTableRowMatchesEager) {
   std::vector<Values> eager, got;
@@ -280,6 +315,29 @@ TEST(CudaEmulated, EveryOpTableRowMatchesEager) {
   }
 }
 
+// Dynamic programs on the backend under test: lengths 3 and 5 compile
+// static graphs, 7 the dynamic one (sizes, indices and arena offsets read
+// from the size table), which serves 2, 9 (the arena grows) and 4; each
+// against eager.
+TEST(CudaEmulated, ALengthPerStepMatchesEagerWithOneDynamicBuild) {
+  Capturing c(emulated());
+  for (int64_t t : {3, 5, 7, 2, 9, 4}) {
+    std::vector<std::vector<float>> got;
+    {
+      tc::detail::ScopedBackend use(c);
+      got = length_graph(t);
+    }
+    tc::set_eager(true);
+    std::vector<std::vector<float>> want = length_graph(t);
+    tc::set_eager(false);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t r = 0; r < got.size(); ++r) expect_close(got[r], want[r], 1e-4, "t=" + std::to_string(t) + " value " + std::to_string(r));
+  }
+  ASSERT_EQ(c.programs.size(), 3u);
+  EXPECT_FALSE(c.programs[1].program.sym);
+  EXPECT_TRUE(c.programs[2].program.sym);
+}
+
 TEST(CudaEmulated, TheTableUsesEveryKernelPath) {
   Capturing& c = table_run();
   ASSERT_FALSE(c.programs.empty());
@@ -288,10 +346,11 @@ TEST(CudaEmulated, TheTableUsesEveryKernelPath) {
   bool barrier = false, memset = false, gemm = false, batched = false, strided = false;
   for (const cu::Step& s : cp.steps) {
     if (s.kind == cu::Step::Launch && s.barriers) blocks.insert(s.block), barrier = true;
-    if (s.kind == cu::Step::Launch && !s.barriers && s.grid == cu::kMaxBlocks) strided = true;
+    if (s.kind == cu::Step::Launch && !s.barriers && cu::grid(s, 0) == cu::kMaxBlocks) strided = true;
     memset = memset || s.kind == cu::Step::Memset;
     gemm = gemm || s.kind == cu::Step::Gemm;
-    batched = batched || (s.kind == cu::Step::Gemm && s.gemm.count > 1);
+    if (s.kind == cu::Step::Gemm)
+      for (const cu::GemmCall& g : cu::gemm_calls(s.gemm, 0)) batched = batched || g.count > 1;
   }
   EXPECT_TRUE(barrier && memset && gemm && batched && strided);
   EXPECT_EQ(blocks, (std::set<int>{32, 128, 256}));
@@ -303,42 +362,72 @@ TEST(CudaEmulated, TheTableUsesEveryKernelPath) {
 #endif  // TC_CUDA_TEST_PART == 1
 
 #if TC_CUDA_TEST_PART == 2
-// NVRTC for compute_90, then ptxas for sm_90: the CUDA C is valid and
-// assembles for the H100/H200 architecture.
+#ifdef TC_PTXAS
+// NVRTC for compute_90, then ptxas for sm_90: the CUDA C of `cp` is valid and
+// assembles for the H100/H200 architecture, every kernel an entry.
+void expect_compiles_for_sm90(const cu::CudaProgram& cp) {
+  std::string why;
+  const cu::api::Nvrtc* rtc = cu::api::nvrtc(&why);
+  ASSERT_TRUE(rtc) << why;
+  tc::test::TempDir dir;
+  cu::api::nvrtcProgram prog = nullptr;
+  ASSERT_EQ(rtc->nvrtcCreateProgram(&prog, cp.source.c_str(), "table.cu", 0, nullptr, nullptr), 0);
+  const char* opts[] = {"-arch=compute_90", "--fmad=false", "-std=c++17"};
+  int rc = rtc->nvrtcCompileProgram(prog, 3, opts);
+  std::size_t n = 0;
+  rtc->nvrtcGetProgramLogSize(prog, &n);
+  std::string log(n, '\0');
+  if (n) rtc->nvrtcGetProgramLog(prog, log.data());
+  ASSERT_EQ(rc, 0) << rtc->nvrtcGetErrorString(rc) << "\n" << log.substr(0, 4000);
+  rtc->nvrtcGetPTXSize(prog, &n);
+  std::string ptx(n, '\0');
+  rtc->nvrtcGetPTX(prog, ptx.data());
+  rtc->nvrtcDestroyProgram(&prog);
+  for (const std::string& f : cp.functions) EXPECT_NE(ptx.find(".entry " + f), std::string::npos) << f;
+  {
+    std::ofstream out(dir.file("table.ptx"));
+    out << ptx.c_str();
+  }
+  auto e = tc::test::run({TC_PTXAS, "-arch=sm_90", "-o", dir.file("table.cubin"), dir.file("table.ptx")});
+  EXPECT_EQ(e.code, 0) << e.err.substr(0, 4000);
+  EXPECT_GT(std::filesystem::file_size(dir.file("table.cubin")), 0u);
+}
+#endif
+
 TEST(CudaNvrtc, TheTableCompilesForSm90) {
 #ifndef TC_PTXAS
   GTEST_SKIP() << "built without the CUDA toolkit (CMake found no CUDAToolkit), so no NVRTC or ptxas to check with";
 #else
-  std::string why;
-  const cu::api::Nvrtc* rtc = cu::api::nvrtc(&why);
-  ASSERT_TRUE(rtc) << why;
   Capturing& c = table_run();
   ASSERT_FALSE(c.programs.empty());
-  tc::test::TempDir dir;
-  for (const auto& compiled : c.programs) {
-    cu::CudaProgram cp = cu::emit_cuda(compiled.program, compiled.graph_id);
-    cu::api::nvrtcProgram prog = nullptr;
-    ASSERT_EQ(rtc->nvrtcCreateProgram(&prog, cp.source.c_str(), "table.cu", 0, nullptr, nullptr), 0);
-    const char* opts[] = {"-arch=compute_90", "--fmad=false", "-std=c++17"};
-    int rc = rtc->nvrtcCompileProgram(prog, 3, opts);
-    std::size_t n = 0;
-    rtc->nvrtcGetProgramLogSize(prog, &n);
-    std::string log(n, '\0');
-    if (n) rtc->nvrtcGetProgramLog(prog, log.data());
-    ASSERT_EQ(rc, 0) << rtc->nvrtcGetErrorString(rc) << "\n" << log.substr(0, 4000);
-    rtc->nvrtcGetPTXSize(prog, &n);
-    std::string ptx(n, '\0');
-    rtc->nvrtcGetPTX(prog, ptx.data());
-    rtc->nvrtcDestroyProgram(&prog);
-    for (const std::string& f : cp.functions) EXPECT_NE(ptx.find(".entry " + f), std::string::npos) << f;
-    {
-      std::ofstream out(dir.file("table.ptx"));
-      out << ptx.c_str();
-    }
-    auto e = tc::test::run({TC_PTXAS, "-arch=sm_90", "-o", dir.file("table.cubin"), dir.file("table.ptx")});
-    EXPECT_EQ(e.code, 0) << e.err.substr(0, 4000);
-    EXPECT_GT(std::filesystem::file_size(dir.file("table.cubin")), 0u);
+  for (const auto& compiled : c.programs) expect_compiles_for_sm90(cu::emit_cuda(compiled.program, compiled.graph_id));
+#endif
+}
+
+// A dynamic program (its sizes read from the size table on the device:
+// loops, indices, the arena's offsets) compiles too: the graph of
+// tests/compiler/dynamic_test.cpp's kinds (elementwise, reductions over the
+// length, products with the length as M, K and batch, layer norm, masked
+// attention, a gather, a slice) at lengths 3, 5 and 7 on cuda-emulated.
+TEST(CudaNvrtc, ADynamicProgramCompilesForSm90) {
+#ifndef TC_PTXAS
+  GTEST_SKIP() << "built without the CUDA toolkit (CMake found no CUDAToolkit), so no NVRTC or ptxas to check with";
+#else
+  Capturing c(emulated());
+  {
+    tc::detail::ScopedBackend use(c);
+    for (int64_t t : {3, 5, 7}) length_graph(t);
   }
+  int dynamic = 0;
+  for (const auto& compiled : c.programs)
+    if (compiled.program.sym) {
+      ++dynamic;
+      cu::CudaProgram cp = cu::emit_cuda(compiled.program, compiled.graph_id);
+      EXPECT_EQ(cp.sizes_slot, compiled.program.sym->table_slot);
+      EXPECT_NE(cp.source.find("tc_s"), std::string::npos);
+      expect_compiles_for_sm90(cp);
+    }
+  EXPECT_EQ(dynamic, 1);  // the third length's graph
 #endif
 }
 #endif  // TC_CUDA_TEST_PART == 2
@@ -358,6 +447,39 @@ TEST(CudaEmitter, AnUnknownKernelKindIsOneLine) {
     EXPECT_NE(m.find("the cuda backend cannot compile kernel kind collective yet"), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
+}
+
+// A dynamic program with an attention whose head size is symbolic (the
+// kernels keep a head's row in registers) is refused before it is emitted:
+// the compiler keeps that graph static (Backend::symbolic_unsupported), and
+// emit_cuda() says why in one line. (tc's own graphs do not reach it: the
+// score scale 1/sqrt(Dh) is part of the shape-erased signature.)
+TEST(CudaEmitter, AnAttentionWithASymbolicHeadSizeIsRefused) {
+  tc::detail::Program p;
+  auto syms = std::make_shared<tc::detail::ProgramSyms>();
+  p.sym = syms;
+  tc::detail::Kernel k;
+  k.kind = tc::detail::Kernel::Attention;
+  k.label = "attention";
+  k.loop = {1, 3, 2, 4};
+  auto ks = std::make_shared<tc::detail::KernelSyms>();
+  ks->loop = {{1, 0, 0}, {3, 0, 0}, {2, 0, 0}, {0, 1, 0}};
+  k.sym = ks;
+  p.kernels.push_back(k);
+  const std::string why = cu::symbolic_unsupported(p);
+  EXPECT_NE(why.find("head size varies"), std::string::npos) << why;
+  try {
+    cu::emit_cuda(p, 9);
+    FAIL() << "no error";
+  } catch (const tc::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cannot compile dynamic graph 9"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  auto fixed = std::make_shared<tc::detail::KernelSyms>(*ks);
+  fixed->loop[3] = {4, 0, 0};
+  p.kernels[0].sym = fixed;
+  EXPECT_EQ(cu::symbolic_unsupported(p), "");  // a constant head size is fine
 }
 
 // Row-major C = op(A) op(B) as cuBLAS's column-major call: B first.

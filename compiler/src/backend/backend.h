@@ -113,6 +113,12 @@ class Backend {
   // Whether compile() takes dynamic programs (Program::sym: sizes and arena
   // offsets read from the pointer table's last slot, compile.h).
   virtual bool symbolic_sizes() const { return false; }
+  // Why compile() cannot take dynamic program `p` after all ("" when it
+  // can): the graph then stays static, and the reason goes to the debug log.
+  virtual std::string symbolic_unsupported(const Program& p) const {
+    (void)p;
+    return "";
+  }
 
   // ---- the roofline
   // What this device reaches: peak single-precision GFLOP/s of its

@@ -174,6 +174,17 @@ std::string size(const SymInt& v) {
   return "(" + s + ")";
 }
 
+Extent Extent::operator*(const Extent& o) const {
+  return fixed() && o.fixed() ? Extent{v * o.v, ""} : Extent{v * o.v, "(" + str() + " * " + o.str() + ")"};
+}
+Extent ext(const std::shared_ptr<const KernelSyms>& sym, const SymInt KernelSyms::*f, int64_t v) {
+  return sym && ((*sym).*f).symbolic() ? Extent{v, size((*sym).*f)} : Extent{v, ""};
+}
+Extent at(const std::shared_ptr<const KernelSyms>& sym, const std::vector<SymInt> KernelSyms::*f, std::size_t d, int64_t v) {
+  return sym && ((*sym).*f)[d].symbolic() ? Extent{v, size(((*sym).*f)[d])} : Extent{v, ""};
+}
+Extent loop_x(const Kernel& k, std::size_t d) { return at(k.sym, &KernelSyms::loop, d, k.loop[d]); }
+
 std::string real(const Dialect& d, const SymReal& v) {
   if (v.kind == SymReal::constant) return literal_d(d, v.d0);
   std::string poly = "(" + literal_d(d, v.d0) + " + " + literal_d(d, v.d1) + " * (double)tc_s";

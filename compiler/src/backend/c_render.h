@@ -10,8 +10,12 @@
 // cached graph, so keep it deliberate.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "../compile.h"
 
@@ -47,6 +51,23 @@ std::string expr(const Dialect& d, const Kernel& k, int i);
 // tc_s, and a real form as a double expression; a constant as a literal.
 std::string size(const SymInt& v);
 std::string real(const Dialect& d, const SymReal& v);
+// An extent as a kernel reads it: v, its value where the program was planned
+// (the emitters' choices of threads and blocks follow it), and for a dynamic
+// program's symbolic one the int64 expression of tc_s that the code computes.
+struct Extent {
+  int64_t v = 1;
+  std::string sym;
+  bool fixed() const { return sym.empty(); }
+  std::string str() const { return sym.empty() ? std::to_string(v) + "LL" : sym; }
+  Extent operator*(const Extent& o) const;
+};
+// Kernel field f (M, N, K, dim) or element d of a per-dim field (loop,
+// batch, the strides) of `sym` (null: a static kernel) whose planned value is v.
+Extent ext(const std::shared_ptr<const KernelSyms>& sym, const SymInt KernelSyms::*f, int64_t v);
+Extent at(const std::shared_ptr<const KernelSyms>& sym, const std::vector<SymInt> KernelSyms::*f, std::size_t d, int64_t v);
+// Loop d's extent.
+Extent loop_x(const Kernel& k, std::size_t d);
+
 // What a dynamic program's kernel declares first: tc_s (the symbolic size)
 // and tc_off (the arena offsets), read from the pointer table at run time;
 // "" for a static program.

@@ -15,6 +15,11 @@ namespace {
 constexpr double kParallelGemmFlops = 1 << 22;
 
 using c_render::ctype;
+// Extents of a dynamic program read at run time (c_render.h).
+using X = c_render::Extent;
+using c_render::at;
+using c_render::ext;
+using c_render::loop_x;
 
 // What the C++ dialect writes differently from CUDA C.
 constexpr c_render::Dialect kCpp{
@@ -390,22 +395,6 @@ class CppEmitter {
   static std::string literal_d(double v) { return c_render::literal_d(kCpp, v); }
   static void declare(std::ostream& os, const Program& p, const Kernel& k) { c_render::declare(kCpp, os, p, k); }
 
-  // An extent as the code reads it: v, its value where the program was
-  // planned (the emitter's choices follow it), and for a dynamic program's
-  // symbolic one the expression of tc_s that the code computes.
-  struct X {
-    int64_t v = 1;
-    std::string sym;
-    std::string str() const { return sym.empty() ? std::to_string(v) + "LL" : sym; }
-    X operator*(const X& o) const { return sym.empty() && o.sym.empty() ? X{v * o.v, ""} : X{v * o.v, "(" + str() + " * " + o.str() + ")"}; }
-  };
-  static X ext(const std::shared_ptr<const KernelSyms>& sym, const SymInt KernelSyms::*f, int64_t v) {
-    return sym && ((*sym).*f).symbolic() ? X{v, c_render::size((*sym).*f)} : X{v, ""};
-  }
-  static X at(const std::shared_ptr<const KernelSyms>& sym, const std::vector<SymInt> KernelSyms::*f, std::size_t d, int64_t v) {
-    return sym && ((*sym).*f)[d].symbolic() ? X{v, c_render::size(((*sym).*f)[d])} : X{v, ""};
-  }
-  static X loop_x(const Kernel& k, std::size_t d) { return at(k.sym, &KernelSyms::loop, d, k.loop[d]); }
   // A dim with a loop: extent other than 1 (a symbolic one never is 1 where it runs).
   static bool live(const Kernel& k, std::size_t d) { return k.loop[d] != 1 || !loop_x(k, d).sym.empty(); }
 

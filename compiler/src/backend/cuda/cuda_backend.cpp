@@ -119,6 +119,11 @@ class CudaExecutable final : public Executable {
     check(dev_.d->cuMemAlloc(&table_, sizeof(void*) * static_cast<std::size_t>(cp_.slots)), "cuMemAlloc");
     check(dev_.d->cuMemAlloc(&err_, sizeof(int)), "cuMemAlloc");
     check(dev_.d->cuMemAlloc(&scratch_, sizeof(float) * scratch_n_), "cuMemAlloc");
+    // A dynamic program's size table {s, arena offsets}, copied in per run.
+    if (cp_.sizes_slot >= 0) {
+      sizes_n_ = p_.bufs.size() + 1;
+      check(dev_.d->cuMemAlloc(&sizes_, sizeof(int64_t) * sizes_n_), "cuMemAlloc");
+    }
     std::vector<float> init(scratch_n_, 0.0f);
     init.back() = 1.0f;
     check(dev_.d->cuMemcpyHtoD(scratch_, init.data(), sizeof(float) * scratch_n_), "cuMemcpyHtoD");
@@ -145,14 +150,21 @@ class CudaExecutable final : public Executable {
       }
     } correlation(ids.execution_id);
     host_table_.assign(static_cast<std::size_t>(cp_.slots), nullptr);
-    const int given = p_.num_inputs + p_.num_outputs + 1;
-    for (int i = 0; i < given; ++i) host_table_[static_cast<std::size_t>(i)] = bufs[i];
+    for (int i = 0; i + 1 < cp_.slots; ++i) host_table_[static_cast<std::size_t>(i)] = bufs[i];
     host_table_.back() = reinterpret_cast<void*>(scratch_);
+    // The size table comes in host memory (execute()); the kernels read
+    // the device copy, the plan the host one.
+    const int64_t* sizes = nullptr;
+    if (cp_.sizes_slot >= 0) {
+      sizes = static_cast<const int64_t*>(bufs[cp_.sizes_slot]);
+      check(dev_.d->cuMemcpyHtoDAsync(sizes_, sizes, sizeof(int64_t) * sizes_n_, dev_.stream), "cuMemcpyHtoDAsync");
+      host_table_[static_cast<std::size_t>(cp_.sizes_slot)] = reinterpret_cast<void*>(sizes_);
+    }
     check(dev_.d->cuMemcpyHtoDAsync(table_, host_table_.data(), sizeof(void*) * host_table_.size(), dev_.stream), "cuMemcpyHtoDAsync");
     check(dev_.d->cuMemsetD8Async(err_, 0, sizeof(int), dev_.stream), "cuMemsetD8Async");
     Plan plan(*this, clock);
     const uint64_t t0 = clock ? clock->now() : 0;
-    run_plan(cp_, p_, host_table_.data(), plan);
+    run_plan(cp_, p_, host_table_.data(), sizes, plan);
     check(dev_.d->cuStreamSynchronize(dev_.stream), "cuStreamSynchronize");
     int err = 0;
     check(dev_.d->cuMemcpyDtoH(&err, err_, sizeof err), "cuMemcpyDtoH");
@@ -166,9 +178,9 @@ class CudaExecutable final : public Executable {
     CudaExecutable& x;
     const KernelClock* clock;
     std::vector<bool> timed = std::vector<bool>(x.p_.kernels.size(), false);
-    void launch(const CudaProgram&, const Step& s) override {
+    void launch(const CudaProgram&, const Step& s, int64_t grid) override {
       void* args[] = {&x.table_, &x.err_};
-      check(x.dev_.d->cuLaunchKernel(x.functions_[static_cast<std::size_t>(s.function)], static_cast<unsigned>(s.grid), 1, 1,
+      check(x.dev_.d->cuLaunchKernel(x.functions_[static_cast<std::size_t>(s.function)], static_cast<unsigned>(grid), 1, 1,
                                      static_cast<unsigned>(s.block), 1, 1, 0, x.dev_.stream, args, nullptr),
             "cuLaunchKernel");
     }
@@ -227,8 +239,8 @@ class CudaExecutable final : public Executable {
   Program p_;
   std::vector<api::CUfunction> functions_;
   std::vector<api::CUevent> events_;
-  CUdeviceptr table_ = 0, err_ = 0, scratch_ = 0;
-  std::size_t scratch_n_ = 0;
+  CUdeviceptr table_ = 0, err_ = 0, scratch_ = 0, sizes_ = 0;
+  std::size_t scratch_n_ = 0, sizes_n_ = 0;
   std::vector<void*> host_table_;
   std::mutex mu_;
 };
@@ -238,6 +250,8 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(Device dev) : dev_(dev), memory_(dev_) {}
   const char* name() const override { return "cuda"; }
   bool host_memory() const override { return false; }
+  bool symbolic_sizes() const override { return true; }
+  std::string symbolic_unsupported(const Program& p) const override { return cuda::symbolic_unsupported(p); }
   void* alloc(std::size_t bytes) override { return memory_.alloc(bytes); }
   void free(void* ptr, std::size_t bytes) override { memory_.free(ptr, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {

@@ -225,8 +225,8 @@ class EmulatedDevice final : public PlanDevice {
  public:
   EmulatedDevice(LaunchFn launch, void* const* table, int* err, const float* scratch, const KernelClock* clock)
       : launch_(launch), table_(table), err_(err), scratch_(scratch), clock_(clock) {}
-  void launch(const CudaProgram& cp, const Step& s) override {
-    int rc = launch_(s.function, s.grid, s.block, s.barriers ? 1 : 0, table_, err_);
+  void launch(const CudaProgram& cp, const Step& s, int64_t grid) override {
+    int rc = launch_(s.function, grid, s.block, s.barriers ? 1 : 0, table_, err_);
     const std::string& name = cp.functions[static_cast<std::size_t>(s.function)];
     if (rc == 1) throw Error("tc: cuda-emulated: " + name + " reached a barrier in a launch planned without barriers");
     if (rc == 2) throw Error("tc: cuda-emulated: the threads of " + name + " wait at different barriers (a divergent __syncthreads or shuffle)");
@@ -262,17 +262,19 @@ class EmulatedExecutable final : public Executable {
   EmulatedExecutable(CudaProgram cp, const Program& p, LaunchFn launch)
       : cp_(std::move(cp)), p_(p), launch_(launch), scratch_(static_cast<std::size_t>(cp_.scratch_floats) + 1) {}
   int run(void* const* bufs, const RunIds&, const KernelClock* clock) override {
+    // The caller's table (inputs, outputs, the arena, a dynamic program's
+    // size table: host memory here), then the scratch floats.
     std::vector<void*> table(static_cast<std::size_t>(cp_.slots));
-    const int given = p_.num_inputs + p_.num_outputs + 1;
-    for (int i = 0; i < given; ++i) table[static_cast<std::size_t>(i)] = bufs[i];
+    for (int i = 0; i + 1 < cp_.slots; ++i) table[static_cast<std::size_t>(i)] = bufs[i];
     table.back() = scratch_.data();
+    const int64_t* sizes = cp_.sizes_slot >= 0 ? static_cast<const int64_t*>(bufs[cp_.sizes_slot]) : nullptr;
     if (clock) {
       const uint64_t t = clock->now();
       for (std::size_t k = 0; k < 2 * p_.kernels.size(); ++k) clock->ticks[k] = t;
     }
     int err = 0;
     EmulatedDevice dev(launch_, table.data(), &err, scratch_.data(), clock);
-    run_plan(cp_, p_, table.data(), dev);
+    run_plan(cp_, p_, table.data(), sizes, dev);
     return err ? 1 : 0;
   }
 
@@ -308,6 +310,8 @@ class EmulatedBackend final : public HostMemoryBackend {
     return out;
   }
   void synchronize() override {}
+  bool symbolic_sizes() const override { return true; }
+  std::string symbolic_unsupported(const Program& p) const override { return cuda::symbolic_unsupported(p); }
   // The CPU's, which runs the kernels.
   Ceilings ceilings() override { return find_backend("cpu", nullptr)->ceilings(); }
 };
