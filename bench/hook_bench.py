@@ -7,7 +7,8 @@ table: microseconds per call, best of 5 runs of --calls calls.
       --xla-python .tc-test-venv-xla/bin/python      (or: ninja -C build tc-bench-hook)
 
 Rows: torch (CPU tensors, torch alone; a torch.compile'd module's call and an optimizer step with its first compiled
-call, TORCH_TRACE set in both runs), jax (a jitted call of the program's own function, an eager jnp op: jax's
+call, TORCH_TRACE set in both runs; a whole training step, past the first steps where the hook counts the tensors
+and walks the autograd graph before backward: what every later step costs), jax (a jitted call of the program's own function, an eager jnp op: jax's
 own jitted functions pass through the hook too), torch_xla (CPU tensors and XLA tensors once torch_xla is imported).
 """
 import argparse
@@ -44,6 +45,23 @@ def child(case, calls):
         return rows
     import torch
 
+    if case == "torch_train":  # its own process: the first optimizer that steps is the one whose steps the hook marks
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU(),
+                                  torch.nn.Linear(256, 10))
+        compiled = torch.compile(net, backend="aot_eager")
+        opt = torch.optim.AdamW(net.parameters())
+        x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+
+        def train():
+            torch.nn.functional.cross_entropy(compiled(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+
+        for _ in range(5):  # compiled, and past the hook's first 3 graph walks and tensor counts
+            train()
+        rows["torch: training step of a torch.compile'd MLP (aot_eager, AdamW)"] = per_call_us(train, max(1, calls // 20))
+        return rows
     c = torch.ones(())
     v = torch.ones(4)
     rows[case + ": CPU tensor .item()"] = per_call_us(c.item, calls)
@@ -113,7 +131,7 @@ def main():
     if not a.hook_dir or not os.path.exists(os.path.join(a.hook_dir, "sitecustomize.py")):
         sys.exit("hook_bench: --hook-dir must hold tc's sitecustomize.py (BUILD/lib/tc/python)")
     rows = {}
-    for python, cases in ((a.python, ("torch", "jax")), (a.xla_python, ("torch_xla",))):
+    for python, cases in ((a.python, ("torch", "torch_train", "jax")), (a.xla_python, ("torch_xla",))):
         if not python or not os.path.exists(python):
             print("(no interpreter for %s: skipped)" % ", ".join(cases))
             continue

@@ -132,6 +132,10 @@ std::string shown(std::string_view text) { return analysis::printable(text); }
 // Where a framework run's memory numbers came from; tc's own need no words.
 std::string memory_from(const analysis::Summary& s) {
   if (s.memory_source == "xla_memory_analysis") return ", from XLA's memory_analysis() of the largest compiled step (argument + output + temp - alias)";
+  if (s.memory_source == "torch_tensors")
+    return ", from torch's tensors at the largest step: parameters, gradients and optimizer state plus the activations autograd saved for "
+           "backward (temporaries not counted)";
+  if (s.memory_source == "torch_cuda_allocator") return ", from torch.cuda's allocator: the largest step's peak allocated bytes";
   return "";
 }
 std::string secs(double s) { return analysis::format_seconds(s); }

@@ -352,6 +352,48 @@ TEST(TorchTraceImport, TheHooksStepRecords) {
                          "== \n0 | x | 8x32\n1 | x | 8x32\n3 | batch.y | 4x64\n");
 }
 
+// The hook's "mem" of a step (the training's tensors by role, issue #30):
+// carried over until it changes, a memory.live_bytes counter sample at each
+// step's start (location function 'torch'; 'torch.cuda' for the allocator's
+// peak on a GPU), and each batch's largest step a memory_plans row whose
+// activations are the bytes that scale with the batch. A count out of range
+// is a malformed record, and what it would carry over is unknown.
+TEST(TorchTraceImport, TheHooksMemoryRecords) {
+  Scratch s;
+  fs::create_directories(s.dir / "mem");
+  std::ofstream(s.dir / "mem" / "a.log") << "V1201 00:00:00.000000 7 x.py:1] {\"str\": [\"a\", 0]}\n";
+  std::ofstream(s.dir / "mem" / "tc-torch-7.jsonl")
+      << R"({"k":"start","ts":1000,"pid":7,"torch":"2.15.0"})" "\n"
+      << R"({"k":"step","end":2000,"call":1500,"in":{"x":[8,32]},"mem":{"param":100,"grad":100,"opt":200,"act":80,"batch":8,"cap":4096,"cap_src":"ram"}})" "\n"
+      << R"({"k":"step","end":3000,"call":2500})" "\n"
+      << R"({"k":"step","end":4000,"call":3500,"in":{"x":[16,32]},"mem":{"param":100,"grad":100,"opt":200,"act":160,"batch":16,"cap":4096,"cap_src":"ram"}})" "\n"
+      << R"({"k":"step","end":5000,"call":4500,"mem":{"param":-1,"grad":100,"opt":200,"act":160,"batch":16,"cap":4096}})" "\n"  // malformed
+      << R"({"k":"step","end":6000,"call":5500})" "\n"  // after a lost record: its memory is unknown
+      << R"({"k":"step","end":7000,"call":6500,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cap_src":"ram","cuda":[900,1000]}})" "\n"
+      << R"({"k":"step","end":8000,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cuda":[900]}})" "\n";  // malformed
+  const std::string path = (s.dir / "mem.tcdb").string();
+  {
+    auto w = tc::store::Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    tc::import::ImportTarget t;
+    t.writer = w->get();
+    auto r = tc::import::import_torch_trace((s.dir / "mem").string(), t);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->malformed, 2);
+    ASSERT_TRUE((*w)->finalize().ok());
+  }
+  tc::import::import_testing::Tables tables(path);
+  tables.dump("counters: ts, value, whose", "SELECT c.ts, c.value, l.function FROM counters c JOIN locations l ON l.id = c.loc_id WHERE "
+              "l.name = 'memory.live_bytes' ORDER BY c.ts");
+  tables.dump("plans: peak, param, grad, opt, act, batch_bytes, batch, capacity",
+              "SELECT peak_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, activation_bytes, batch_bytes, batch_size, capacity_bytes "
+              "FROM memory_plans ORDER BY peak_bytes");
+  EXPECT_EQ(tables.text(),
+            "== counters: ts, value, whose\n1000 | 480.0 | torch\n2000 | 480.0 | torch\n3000 | 560.0 | torch\n6000 | 900.0 | torch.cuda\n"
+            "== plans: peak, param, grad, opt, act, batch_bytes, batch, capacity\n480 | 100 | 100 | 200 | 80 | 80 | 8 | 4096\n"
+            "560 | 100 | 100 | 200 | 160 | 160 | 16 | 4096\n900 | 100 | 100 | 200 | 0 | 0 | NULL | 4096\n");
+}
+
 // The findings on an imported run, with steps as tc's hook would give them:
 // 13 steps of 100 ms from the first compilation, written as steps rows.
 tc::analysis::Report analyze_fixture(const Scratch& s, const std::string& fixture) {

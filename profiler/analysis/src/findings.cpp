@@ -871,9 +871,10 @@ BatchModel framework_model(const store::Reader& r) {
   return m;
 }
 
-// From the memory plan of the biggest compiled graph with a batch dimension;
+// From the memory plan of the biggest compiled graph with a batch dimension
+// (a torch run's: its largest step's tensors, the activations per sample);
 // else a framework run's model.
-BatchModel batch_model(const store::Reader& r) {
+BatchModel batch_model(const store::Reader& r, const std::string& source) {
   BatchModel m;
   auto q = r.query(
       "SELECT batch_size, peak_bytes, batch_bytes FROM memory_plans WHERE batch_size > 0 AND batch_bytes > 0 ORDER BY peak_bytes DESC LIMIT 1");
@@ -884,6 +885,10 @@ BatchModel batch_model(const store::Reader& r) {
     m.batch_bytes = q.i64(2);
     m.fixed = m.peak - m.batch_bytes;
     m.per_sample = static_cast<double>(m.batch_bytes) / static_cast<double>(m.batch_size);
+    if (source == "torch_tensors" || source == "torch_cuda_allocator")
+      m.method = std::string(source == "torch_tensors" ? "torch's tensors" : "torch.cuda's peak allocated bytes") + " at batch " +
+                 std::to_string(m.batch_size) + " (ran): parameters, gradients and optimizer state fixed, the activations autograd saved for "
+                 "backward per sample";
     return m;
   }
   return framework_model(r);
@@ -920,7 +925,7 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
 Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m);
 
 Status memory(const store::Reader& r, Report& report, const Options& options) {
-  BatchModel m = batch_model(r);
+  BatchModel m = batch_model(r, report.summary.memory_source);
   // memory.oom
   auto q = r.query(
       "SELECT ts, requested_bytes, live_bytes, capacity_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, activation_bytes, "
@@ -984,6 +989,9 @@ Status headroom(const store::Reader& r, Report& report, const Options& options, 
                    (m.method.empty() ? "" : ", from " + m.method) + ") and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
     f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " + margin + "% headroom.";
+  } else if (s.memory_source == "torch_tensors" || s.memory_source == "torch_cuda_allocator") {
+    f.suggestion = "No batch size is suggested: tc's hook takes a torch step's batch from its first call of what torch.compile returned "
+                   "(the dim 0 most of its arguments share), and no step had one (docs/frameworks.md#memory).";
   } else if (s.memory_source == "xla_memory_analysis") {
     f.suggestion = "No batch size is suggested: the step was not compiled at a second batch size to size it (the hook's probes at the end "
                    "of the run: TC_MEMORY_PROBE_S, and the jax import's note), or no batch argument was found (docs/frameworks.md#memory).";
@@ -1000,9 +1008,11 @@ Status headroom(const store::Reader& r, Report& report, const Options& options, 
     j.field("suggested_batch", suggest).field("lr_scale_linear", k).field("lr_scale_sqrt", std::sqrt(k));
     if (!m.method.empty()) {
       j.field("method", m.method).field("predicted_peak_bytes", m.fixed + static_cast<int64_t>(std::llround(m.per_sample * static_cast<double>(suggest))));
-      j.key("points").begin_array();
-      for (const auto& [b, p] : m.points) j.begin_object().field("batch_size", b).field("peak_bytes", p).end_object();
-      j.end_array();
+      if (!m.points.empty()) {  // a model of several batches' peaks (JAX's)
+        j.key("points").begin_array();
+        for (const auto& [b, p] : m.points) j.begin_object().field("batch_size", b).field("peak_bytes", p).end_object();
+        j.end_array();
+      }
     }
   }
   j.field("safety_margin", options.memory_safety_margin).end_object();

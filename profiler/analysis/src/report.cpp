@@ -92,6 +92,14 @@ Status read_summary(const store::Reader& r, Summary& s) {
     auto jax = r.scalar_i64("SELECT EXISTS (SELECT 1 FROM memory_plans m JOIN compilations c ON c.graph_id = m.graph_id WHERE c.framework = 'jax')");
     if (jax.ok() && *jax) s.memory_source = "xla_memory_analysis";
   }
+  // A torch run's counter is its steps' tensors by role, or torch.cuda's allocator peaks (the hook's, imported).
+  if (s.memory_source == "counter") {
+    auto torch = r.scalar_i64(
+        "SELECT coalesce(max(CASE l.function WHEN 'torch.cuda' THEN 2 WHEN 'torch' THEN 1 END), 0) FROM counters c JOIN locations l ON "
+        "l.id = c.loc_id WHERE l.name = 'memory.live_bytes' AND l.file = ''");
+    if (torch.ok() && *torch == 2) s.memory_source = "torch_cuda_allocator";
+    if (torch.ok() && *torch == 1) s.memory_source = "torch_tensors";
+  }
   for (int c : {8, 9, 10}) {
     if (!q.is_null(c)) s.capacity_bytes = std::max(s.capacity_bytes, q.i64(c));
   }
@@ -260,8 +268,11 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
     if (row && f.text(0) == "jax") {
       s.memory_unmeasured = "the JAX log has no memory records (XLA's memory_analysis() of each compiled step, which tc's hook writes since "
                             "schema v7)";
+    } else if (row && f.text(0) == "torch") {
+      s.memory_unmeasured = "torch's steps have no memory records (tc's hook counts the tensors of the optimizers that stepped: "
+                            "none had tensors, or the log is from an older tc)";
     } else if (row) {
-      s.memory_unmeasured = "tc does not measure " + std::string(f.text(0) == "torch" ? "torch's" : "PyTorch/XLA's") + " memory yet, only JAX's";
+      s.memory_unmeasured = "tc does not measure PyTorch/XLA's memory yet, only JAX's and torch's";
     }
     TC_RETURN_IF_ERROR(f.status());
   }
@@ -408,7 +419,7 @@ std::string to_json(const Report& report) {
   if (s.execute_source.empty()) j.null();
   else j.value(s.execute_s);
   j.field("execute_source", s.execute_source.empty() ? "not measured: " + s.execute_unmeasured : s.execute_source);
-  j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes);
+  j.field("peak_bytes", s.peak_bytes).field("capacity_bytes", s.capacity_bytes).field("memory_source", s.memory_source);
   j.field("dropped_events", report.run.dropped_count);
   j.field("top_site", s.top_site).field("top_site_share", s.top_site_share);
   j.field("gpu_kernel_s", s.gpu_kernel_s).field("gpu_top_kernel", s.gpu_top_kernel).field("gpu_top_kernel_share", s.gpu_top_kernel_share);

@@ -20,6 +20,12 @@ leaves the program as it was (tests/collect/hook_transparency_test.cpp):
     collector turns the marks into the run's steps (tc/collect/collector.h:
     kStepMark).
 Cost: one NVTX mark per step, a few microseconds (docs/frameworks.md).
+Under tc-profile (TORCH_TRACE set) it also writes TORCH_TRACE/tc-torch-PID.jsonl:
+each step's first call of what torch.compile returned (its arguments'
+shapes) and the training's tensors at the step by role (_TorchMemory: the
+optimizers' parameters, gradients and state, the activations autograd saved
+for backward, found by walking the graph before torch.autograd.backward,
+which it wraps).
 
 For JAX (only once the program imports jax, and only when tc-profile set
 TC_JAX_LOG_DIR) it writes DIR/jax-PID.log, JSON lines that the collector
@@ -65,6 +71,7 @@ def _chain():
 
 _XLA_STEPS = []  # not empty once the PyTorch/XLA hook counts steps by torch_xla.sync()
 _TORCH_STEP_ENDS = []  # called at each step the hook marks (the torch.compile log's step records)
+_TORCH_OPTIMIZERS = []  # [a WeakSet of every optimizer that stepped], once torch is imported (_TorchMemory)
 
 
 def _register(torch):
@@ -73,11 +80,19 @@ def _register(torch):
         from torch.optim.optimizer import register_optimizer_step_post_hook
     except Exception:  # a torch without NVTX or without global step hooks: no steps
         return
+    import weakref
+
     first = []
+    optimizers = weakref.WeakSet()
+    _TORCH_OPTIMIZERS.append(optimizers)
 
     def after_step(optimizer, args, kwargs):
         if _XLA_STEPS:  # PyTorch/XLA's steps are its syncs
             return
+        try:
+            optimizers.add(optimizer)
+        except TypeError:
+            pass
         if not first:
             first.append(id(optimizer))
         if first[0] == id(optimizer):
@@ -257,18 +272,31 @@ def _register_torch_compile(torch):
         return
     log.record(k="start", ts=now(), pid=log.pid, torch=str(getattr(torch, "__version__", "")))
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
-    step = {"call": None, "in": None, "last": None}  # this step's first call and its shapes, the shapes written last
+    step = {"call": None, "in": None, "last": None, "mem": None}  # this step's first call and its shapes, the shapes
+    # and the memory written last
+    memory = _TorchMemory(torch)
 
     def step_ended():
         call, shapes = step["call"], step["in"]
         step["call"] = None
-        if call is None:
+        fields = {}
+        try:
+            mem = memory.step_ended(_batch_of(shapes) if call is not None else 0)
+        except Exception:
+            mem = None
+        if mem is not None and mem != step["mem"]:
+            step["mem"] = fields["mem"] = mem
+        if call is not None:
+            fields["call"] = call
+            if shapes != step["last"]:
+                step["last"] = shapes
+                fields["in"] = {n: list(v) for n, v in shapes}
+        if not fields:
             log.line('{"k":"step","end":%d}\n' % now())
-        elif shapes == step["last"]:
+        elif len(fields) == 1 and call is not None:
             log.line('{"k":"step","end":%d,"call":%d}\n' % (now(), call))
         else:
-            step["last"] = shapes
-            log.record(k="step", end=now(), call=call, **{"in": {n: list(v) for n, v in shapes}})
+            log.record(k="step", end=now(), **fields)
 
     def wrap(fn, names):
         @functools.wraps(fn)
@@ -280,6 +308,7 @@ def _register_torch_compile(torch):
                     step["in"] = _arg_shapes(named, args, keywords)
                 except Exception:
                     step["in"] = ()
+                memory.batch = _batch_of(step["in"])
             return fn(*args, **kwargs)
 
         if hasattr(fn, "__wrapped__"):  # what torch's own wrapper unwraps to: the program's function
@@ -303,6 +332,176 @@ def _register_torch_compile(torch):
 
     torch.compile = compile
     _TORCH_STEP_ENDS.append(step_ended)
+    backward = getattr(torch.autograd, "backward", None)
+    if callable(backward):
+        @functools.wraps(backward)
+        def backward_walked(tensors, *args, **kwargs):
+            try:
+                memory.before_backward(tensors)
+            except Exception:
+                pass
+            return backward(tensors, *args, **kwargs)
+
+        torch.autograd.backward = backward_walked
+
+
+def _batch_of(shapes):
+    """The batch of a compiled call's argument shapes (_arg_shapes): the dim 0 that the most arguments share (the
+    first such when tied), 0 when no argument has a dim."""
+    counts = {}
+    for _, dims in shapes or ():
+        if len(dims) > 0 and int(dims[0]) > 0:
+            counts[int(dims[0])] = counts.get(int(dims[0]), 0) + 1
+    best = 0
+    for b, n in counts.items():
+        if n > counts.get(best, 0):
+            best = b
+    return best
+
+
+class _TorchMemory:
+    """The training's tensors at each step the hook marks, by role, for tc's memory findings (issue #30): torch 2.15
+    keeps no statistics of its CPU allocator, and saved-tensor hooks would break torch.func, so
+      - parameters, gradients and optimizer state are the tensors of every optimizer that stepped (their param_groups'
+        parameters and .grad, their state), each storage counted once, at the end of the step (the optimizer's step
+        post hook: the gradients are still there). Read on the first 3 steps and every 50th (they do not change with
+        the batch);
+      - activations are what autograd saved for backward: before a backward (torch.autograd.backward, which
+        Tensor.backward calls) the graph is walked from its roots and the storages its nodes saved (_saved_*
+        attributes; a custom Function's saved_tensors, as torch.compile's compiled graphs are) are summed, leaves'
+        storages (the parameters) left out. The first 3 backward calls at each batch are walked (about 0.2-0.5 ms
+        each for a 2-layer Transformer's graph); later steps at that batch take the largest walked;
+      - the batch is the step's first compiled call's: the dim 0 most of its arguments share (0: none, or no
+        compiled call);
+      - on a GPU, torch.cuda's own peak allocated and reserved bytes of the step (then reset), and the device's
+        memory as capacity. Not verified on a GPU.
+    The step record gets "mem": {"param", "grad", "opt", "act", "batch", "cap", "cap_src"[, "cuda": [allocated,
+    reserved]]} when it differs from the last one written."""
+
+    _WALKS = 3
+    _MAX_NODES = 200000
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.names = {}  # autograd node type -> the names of its saved-tensor attributes
+        self.act = {}  # batch -> [walks, largest saved bytes]
+        self.batch = 0  # the batch of the step being run (its first compiled call's; the step before's until then)
+        self.steps = 0
+        self.fixed = None  # (param, grad, opt) last read
+        self.capacity = None
+
+    def before_backward(self, tensors):
+        entry = self.act.setdefault(self.batch, [0, -1])
+        if entry[0] >= self._WALKS:
+            return
+        entry[0] += 1
+        entry[1] = max(entry[1], self._saved_bytes(tensors))
+
+    def _saved_bytes(self, tensors):
+        torch = self.torch
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors) if isinstance(tensors, (list, tuple)) else []
+        stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        visited, seen, storages, leaves = [], set(), {}, set()
+        while stack and len(visited) < self._MAX_NODES:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            visited.append(node)  # kept while walking: an id is not reused
+            kind = type(node)
+            names = self.names.get(kind)
+            if names is None:
+                names = self.names[kind] = tuple(a for a in dir(node) if a.startswith("_saved_"))
+            values = []
+            for name in names:
+                try:
+                    values.append(getattr(node, name))
+                except Exception:  # freed, or not a tensor it can give
+                    pass
+            if hasattr(node, "saved_tensors"):
+                try:
+                    values.extend(node.saved_tensors)
+                except Exception:
+                    pass
+            leaf = getattr(node, "variable", None)  # AccumulateGrad: a leaf tensor (a parameter)
+            if isinstance(leaf, torch.Tensor):
+                values.append(leaf)
+            for v in values:
+                for t in v if isinstance(v, (list, tuple)) else (v,):
+                    if not isinstance(t, torch.Tensor):
+                        continue
+                    try:
+                        st = t.untyped_storage()
+                        key = (st.device.type, st.device.index, st.data_ptr())
+                        if t is leaf:
+                            leaves.add(key)
+                        else:
+                            storages[key] = st.nbytes()
+                    except Exception:
+                        pass
+            for nxt, _ in getattr(node, "next_functions", ()):
+                if nxt is not None:
+                    stack.append(nxt)
+        return sum(n for key, n in storages.items() if key not in leaves)
+
+    def _fixed(self):
+        torch = self.torch
+        seen = set()
+        sums = [0, 0, 0]
+        device = None
+
+        def add(role, t):
+            nonlocal device
+            if not isinstance(t, torch.Tensor):
+                return
+            st = t.untyped_storage()
+            key = (st.device.type, st.device.index, st.data_ptr())
+            if key not in seen:
+                seen.add(key)
+                sums[role] += st.nbytes()
+                if device is None and st.device.type == "cuda":
+                    device = st.device
+        for optimizers in _TORCH_OPTIMIZERS:
+            for opt in list(optimizers):
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        add(0, p)
+                        add(1, p.grad)
+                for state in opt.state.values():
+                    for v in state.values() if isinstance(state, dict) else ():
+                        add(2, v)
+        return tuple(sums), device
+
+    def step_ended(self, batch):
+        """The "mem" of the step that ended (its compiled call's batch, 0 if none), or None when no optimizer has
+        tensors."""
+        torch = self.torch
+        self.steps += 1
+        if self.fixed is None or self.steps <= 3 or self.steps % 50 == 0:
+            self.fixed = self._fixed()
+        (param, grad, opt), device = self.fixed
+        if param <= 0:
+            return None
+        walked = self.act.get(batch)
+        mem = {"param": param, "grad": grad, "opt": opt, "act": walked[1] if walked and walked[1] >= 0 else 0,
+               "batch": batch}
+        if self.capacity is None:
+            self.capacity = (0, "")
+            try:
+                if device is not None:
+                    self.capacity = (int(torch.cuda.get_device_properties(device).total_memory), "cuda")
+            except Exception:
+                pass
+            if self.capacity[0] <= 0:
+                self.capacity = _capacity_bytes()
+        mem["cap"], mem["cap_src"] = self.capacity
+        if device is not None:
+            try:
+                mem["cuda"] = [int(torch.cuda.max_memory_allocated(device)), int(torch.cuda.max_memory_reserved(device))]
+                torch.cuda.reset_peak_memory_stats(device)
+            except Exception:
+                pass
+        return mem
 
 
 def _compiled_params(torch, model):

@@ -311,11 +311,25 @@ std::optional<GraphBreak> graph_break(std::string_view p) {
 // tc's Python hook's log beside the trace: TORCH_TRACE/tc-torch-PID.jsonl.
 constexpr std::string_view kHookPrefix = "tc-torch-", kHookSuffix = ".jsonl";
 
+// The training's tensors at a step, by role, as the hook counted them
+// (sitecustomize.py, _TorchMemory): the optimizers' parameters, gradients and
+// state, the storages autograd saved for backward, the step's batch; on a
+// GPU torch.cuda's peak allocated and reserved bytes of the step too.
+struct HookMemory {
+  int64_t param = 0, grad = 0, opt = 0, act = 0, batch = 0, capacity = 0;
+  std::string capacity_source;
+  int64_t cuda_allocated = -1, cuda_reserved = -1;  // -1: not on a GPU
+  int64_t tensors() const { return param + grad + opt + act; }
+  // What the step held at its peak: the allocator's on a GPU, else the tensors.
+  int64_t peak() const { return cuda_allocated >= 0 ? cuda_allocated : tensors(); }
+};
+
 // A step the hook marked, with its first call of what torch.compile returned.
 struct HookStep {
   int64_t end = 0;
   int64_t call = 0;  // 0: no call in the step
   std::optional<import_common::InputShapes> in;  // the call's shapes when they differ from the record before
+  std::optional<HookMemory> mem;  // its memory when it differs from the record before
   bool after_lost = false;  // a malformed record came before it: what it carries over is unknown
 };
 
@@ -409,15 +423,48 @@ class TorchImporter : public import_common::Importer {
     auto call = v.int64("call");
     const int64_t after = p.steps.empty() ? p.start : p.steps.back().end;
     if (!valid_ts(end) || *end < after || !in_run(*end) || (call && (!valid_ts(call) || *call < after || *call > *end))) return false;
-    HookStep st{*end, call.value_or(0), std::nullopt, p.lost};
+    HookStep st{*end, call.value_or(0), std::nullopt, std::nullopt, p.lost};
     if (const json::Value* in = v.get("in")) {
       st.in.emplace();
       if (!call || !import_common::read_shapes(*in, *st.in)) return false;
+    }
+    if (const json::Value* mem = v.get("mem")) {
+      st.mem.emplace();
+      if (!read_memory(*mem, *st.mem)) return false;
     }
     if (!keep(store::schema::steps, kept_steps_)) return true;
     ++kept_steps_;
     p.lost = false;
     p.steps.push_back(std::move(st));
+    return true;
+  }
+
+  // A step record's "mem"; false when a count is missing or out of range
+  // (bytes in 0..2^56, a batch below 2^31).
+  static bool read_memory(const json::Value& v, HookMemory& m) {
+    constexpr int64_t kMaxBytes = int64_t{1} << 56;
+    if (v.type != json::Value::kObject) return false;
+    auto bytes = [&](const char* key, int64_t& out) {
+      auto x = v.int64(key);
+      if (!x || *x < 0 || *x > kMaxBytes) return false;
+      out = *x;
+      return true;
+    };
+    if (!bytes("param", m.param) || !bytes("grad", m.grad) || !bytes("opt", m.opt) || !bytes("act", m.act) || !bytes("cap", m.capacity))
+      return false;
+    auto batch = v.int64("batch");
+    if (!batch || *batch < 0 || *batch > INT32_MAX) return false;
+    m.batch = *batch;
+    auto source = v.str("cap_src");
+    if (source && source->size() <= 16) m.capacity_source = std::string(*source);
+    if (const json::Value* cuda = v.get("cuda")) {
+      if (cuda->type != json::Value::kArray || cuda->a.size() != 2) return false;
+      for (int i = 0; i < 2; ++i) {
+        const json::Value& x = cuda->a[static_cast<size_t>(i)];
+        if (x.type != json::Value::kNumber || !x.integral || x.i < 0 || x.i > kMaxBytes) return false;
+        (i == 0 ? m.cuda_allocated : m.cuda_reserved) = x.i;
+      }
+    }
     return true;
   }
 
@@ -640,23 +687,55 @@ class TorchImporter : public import_common::Importer {
       const std::vector<int64_t>* ends = steps_of(p.pid);
       std::set<int64_t> done;
       const import_common::InputShapes* in = nullptr;
+      const HookMemory* mem = nullptr;
+      std::map<int64_t, const HookMemory*> largest;  // batch -> the step memory with the largest peak
       for (size_t i = 0; i < p.steps.size(); ++i) {
         const HookStep& st = p.steps[i];
         if (st.in) in = &*st.in;
         else if (st.after_lost) in = nullptr;
+        if (st.mem) mem = &*st.mem;
+        else if (st.after_lost) mem = nullptr;
+        const int64_t from = i > 0 ? p.steps[i - 1].end : p.start ? p.start : st.call ? st.call : st.end;
         if (own && room(store::schema::steps)) {
-          const int64_t from = i > 0 ? p.steps[i - 1].end : p.start ? p.start : st.call ? st.call : st.end;
           TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(st.end - from).i64(static_cast<int64_t>(i)).i64(0)
                                  .text("torch").insert());
           ++s_.steps;
+        }
+        if (mem != nullptr) {
+          TC_RETURN_IF_ERROR(write_step_memory(u, from, *mem));
+          auto [it, fresh] = largest.try_emplace(mem->batch, mem);
+          if (!fresh && mem->peak() > it->second->peak()) it->second = mem;
         }
         if (st.call == 0 || in == nullptr || ends == nullptr) continue;
         const int64_t step = step_at(p.pid, st.call);
         if (step >= static_cast<int64_t>(ends->size()) || !done.insert(step).second) continue;  // after the last step, or not its first call
         for (const auto& [name, dims] : *in) TC_RETURN_IF_ERROR(write_step_input(u, step, user_name(name), dims));
       }
+      // Each batch's largest step a memory_plans row (no graph: the step's, not one compiled graph's), its
+      // activations the bytes that scale with the batch: the batch model behind memory.headroom.
+      for (const auto& [batch, m] : largest) {
+        if (!room(store::schema::memory_plans)) break;
+        auto row = t_.writer->row(store::schema::memory_plans);
+        row.null().i64(u).i64(0).i64(m->peak()).i64(m->param).i64(m->grad).i64(m->opt).i64(m->act).i64(0).i64(0).i64(batch > 0 ? m->act : 0);
+        if (batch > 0) row.i64(batch); else row.null();
+        TC_RETURN_IF_ERROR(row.i64(m->capacity).insert());
+      }
     }
     return Status::Ok();
+  }
+
+  // A step's memory a memory.live_bytes counter sample at its start (the
+  // viewer's memory lane, the summary's peak); its location says whose count
+  // it is: 'torch' (the tensors) or 'torch.cuda' (the allocator's peak).
+  Status write_step_memory(int64_t u, int64_t ts, const HookMemory& m) {
+    if (!room(store::schema::counters)) return Status::Ok();
+    uint32_t& loc = m.cuda_allocated >= 0 ? cuda_loc_ : tensors_loc_;
+    if (loc == 0) {
+      auto l = location("memory.live_bytes", "", m.cuda_allocated >= 0 ? "torch.cuda" : "torch", 0);
+      if (!l.ok()) return l.status();
+      loc = *l;
+    }
+    return t_.writer->row(store::schema::counters).null().i64(u).i64(ts).i64(loc).f64(static_cast<double>(m.peak())).insert();
   }
 
   Status write_rows() override {
@@ -755,6 +834,7 @@ class TorchImporter : public import_common::Importer {
   std::set<std::pair<uint32_t, std::string>> backward_keys_;  // (pid, compile id) of the backward compilations kept
   size_t kept_inputs_ = 0;  // compilation_inputs held: mismatches and automatic_dynamic changes
   bool hook_file_ = false;  // parse() is reading a log of the hook
+  uint32_t tensors_loc_ = 0, cuda_loc_ = 0;  // memory.live_bytes locations, once made
   std::vector<HookProcess> hooks_;
   size_t kept_steps_ = 0;  // the hook's step records held
   std::map<uint32_t, std::vector<int64_t>> hook_ends_;  // pid -> its steps' ends, for a process the collector has none of

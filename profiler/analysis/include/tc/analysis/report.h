@@ -77,7 +77,10 @@ struct Summary {
   int64_t capacity_bytes = 0;        // device capacity (0 if unknown); Options::capacity_bytes when given
   // Where peak_bytes came from: "counter" (memory.live_bytes samples), "plan"
   // (tc's memory plans), "xla_memory_analysis" (a JAX run: XLA's
-  // memory_analysis() of each compiled executable), "" (no memory data).
+  // memory_analysis() of each compiled executable), "torch_tensors" (a torch
+  // run on the CPU: its steps' parameters, gradients, optimizer state and
+  // saved activations), "torch_cuda_allocator" (a torch run on a GPU:
+  // torch.cuda's peak allocated bytes per step), "" (no memory data).
   std::string memory_source;
   // A framework run without memory numbers: why, in one phrase (the text
   // summary's memory line; docs/frameworks.md#memory). "" otherwise.

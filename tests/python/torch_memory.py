@@ -1,0 +1,80 @@
+"""A small torch.compile training loop for tc's memory tests (tests/collect/torch_memory_python_test.cpp).
+
+  python torch_memory.py [--batch 64] [--steps 6]   trains an MLP classifier (torch.compile, backend aot_eager: the
+                                                     compiled autograd graph without Inductor's build) with AdamW
+  python torch_memory.py --truth N [N ...]          trains the same model for 3 steps at each batch N (a model of its
+                                                     own each) and prints "tensors N BYTES": parameters + gradients +
+                                                     AdamW's state + the activations autograd saved for backward,
+                                                     counted by torch's own saved-tensor hooks (what tc's hook cannot
+                                                     use, as they break torch.func; its count comes from the graph)
+"""
+import argparse
+
+import torch
+
+FEATURES, HIDDEN, CLASSES = 64, 256, 10
+
+
+def model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.GELU(), torch.nn.Linear(HIDDEN, HIDDEN),
+                               torch.nn.GELU(), torch.nn.Linear(HIDDEN, CLASSES))
+
+
+def train(batch, steps, saved=None):
+    net = model()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    step = torch.compile(net, backend="aot_eager")
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x = torch.randn(batch, FEATURES, generator=g)
+        y = torch.randint(0, CLASSES, (batch,), generator=g)
+        if saved is not None:
+            saved.clear()
+            with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+                loss = torch.nn.functional.cross_entropy(step(x), y)
+        else:
+            loss = torch.nn.functional.cross_entropy(step(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return net, opt
+
+
+def storage_bytes(tensors, exclude=()):
+    seen = {}
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            st = t.untyped_storage()
+            if st.data_ptr() not in exclude:
+                seen[st.data_ptr()] = st.nbytes()
+    return seen
+
+
+def truth(batch):
+    saved = []
+    net, opt = train(batch, 3, saved)
+    params = storage_bytes(net.parameters())
+    state = storage_bytes(v for s in opt.state.values() for v in s.values())
+    activations = storage_bytes(saved, exclude=params)
+    # Each parameter's gradient is its size (zero_grad() has set them to None by now).
+    total = 2 * sum(params.values()) + sum(state.values()) + sum(activations.values())
+    print("tensors %d %d" % (batch, total), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--truth", type=int, nargs="*")
+    a = p.parse_args()
+    if a.truth:
+        for b in a.truth:
+            truth(b)
+        return
+    train(a.batch, a.steps)
+    print("trained", a.batch, flush=True)
+
+
+if __name__ == "__main__":
+    main()
