@@ -13,6 +13,7 @@
 #   3c. a JAX run's memory (XLA's memory_analysis(), the device's capacity);
 #   3d. DDP over NCCL under one tc-profile over torchrun: steps and
 #      all-reduces per rank, the straggler with two GPUs;
+#   3e. a torch run's memory (torch.cuda's allocator peak per step);
 #   4. a benchmark: the MLP step of tc-bench-compiler on the GPU against
 #      PyTorch eager and torch.compile on the same GPU.
 # Every check runs (a failure does not hide the next); the summary lists
@@ -222,6 +223,21 @@ report = json.loads(subprocess.run([analyze] + stores + ["--json"], check=True, 
 print("findings", [f["kind"] for f in report["findings"]])
 if ranks > 1:
     assert any(f["kind"] == "distributed.straggler" and f["evidence"]["rank"] == 1 for f in report["findings"]), "no straggler"
+EOF
+
+echo "== 3e. torch's memory on the GPU (issue #30): torch.cuda's peak allocated bytes per step, the device's capacity"
+rm -f "$build/torch-mem.tcdb"
+check torch_memory_profiled 180 "$bin/tc-profile" -o "$build/torch-mem.tcdb" -- python3 tests/python/torch_memory.py --device cuda --batch 64
+check torch_memory_cuda 60 python3 - "$build/torch-mem.tcdb" "$bin/tc-analyze" <<'EOF'
+import json, subprocess, sys
+report = json.loads(subprocess.run([sys.argv[2], sys.argv[1], "--json"], check=True, stdout=subprocess.PIPE).stdout)
+s = report["summary"]
+print("memory_source", s["memory_source"], "peak", s["peak_bytes"], "capacity", s["capacity_bytes"])
+assert s["memory_source"] == "torch_cuda_allocator", "the hook did not read torch.cuda's allocator"
+assert s["peak_bytes"] > 0 and s["capacity_bytes"] > 1 << 30, "no peak, or not the GPU's memory as capacity"
+head = [f for f in report["findings"] if f["kind"] == "memory.headroom"]
+assert head and head[0]["evidence"].get("batch_size") == 64, head
+print("headroom", head[0]["suggestion"])
 EOF
 
 echo "== 4. benchmark: MLP training step, tc on the GPU vs PyTorch eager and torch.compile"

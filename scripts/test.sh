@@ -40,6 +40,10 @@ install_peers() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install "${pip_args[@]}" torch nvtx numpy
   fi
+  if ! "$venv/bin/python" -c "import transformers, tokenizers, accelerate" 2>/dev/null; then
+    echo "== installing the tests' Python peers transformers, tokenizers and accelerate into $venv"
+    "$venv/bin/pip" install "${pip_args[@]}" transformers tokenizers accelerate
+  fi
   if ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
     echo "== installing the tests' Python peer jax[cpu] into $venv"
     "$venv/bin/pip" install "${pip_args[@]}" "jax[cpu]"

@@ -5,7 +5,8 @@
 // script counts them itself without tc (parameters, gradients, AdamW's state,
 // and the activations torch's own saved-tensor hooks see: a count
 // independent of the hook's graph walk), at batch 64 and, for the
-// prediction, at 4x (a real run at 256), each within 15%. About 15 s here:
+// prediction, at 4x (a real run at 256), each within 15%; and a Hugging Face
+// Trainer run's memory line and memory.headroom. About 15 s each here:
 // labelled python and slow.
 #include <gtest/gtest.h>
 
@@ -69,6 +70,33 @@ TEST(TorchMemoryPython, PeakAndPredictionAgainstTheTrainingsTensors) {
   t::Exit text = t::run({t::bin("tc-analyze"), out});
   EXPECT_NE(text.out.find("from torch's tensors at the largest step"), std::string::npos) << text.out;
   std::printf("peak %.0f (tensors %.0f); batch 256: predicted %.0f, tensors %.0f\n", ev["peak_bytes"].n, at64, predicted, at256);
+}
+
+// A Hugging Face Trainer run (torch_compile=True, DataCollatorWithPadding, a
+// tiny BERT from a config: tests/fixtures/frameworks/hf_trainer_padding.py)
+// under plain tc-profile gets the memory line and memory.headroom, its batch
+// the Trainer's (8, from the compiled forward's keyword arguments).
+TEST(TorchMemoryPython, AHuggingFaceTrainerRunGetsTheMemoryLineAndHeadroom) {
+  const std::string py = tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv");
+  TC_REQUIRE_PYTHON_PEER(py, "transformers", kEnv, "scripts/test.sh installs transformers, tokenizers and accelerate into .tc-test-venv");
+  t::TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  const std::string script = std::string(TC_SOURCE_DIR) + "/tests/fixtures/frameworks/hf_trainer_padding.py";
+  t::Exit e = t::run({t::bin("tc-profile"), "-q", "-o", out, "--", py, script, "--backend", "aot_eager"}, kEnv);
+  ASSERT_EQ(e.code, 0) << e.err;
+  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  JsonValue j = t::JsonParser(a.out).parse();
+  EXPECT_EQ(j["summary"]["memory_source"].s, "torch_tensors");
+  EXPECT_GT(j["summary"]["peak_bytes"].n, 0);
+  auto f = t::python_sample::findings(j, "memory.headroom");
+  ASSERT_EQ(f.size(), 1u) << a.out;
+  const JsonValue& ev = (*f[0])["evidence"];
+  EXPECT_EQ(ev["batch_size"].n, 8) << a.out;
+  EXPECT_GT(ev["bytes_per_sample"].n, 0);
+  EXPECT_GT(ev["suggested_batch"].n, 8);
+  t::Exit text = t::run({t::bin("tc-analyze"), out});
+  EXPECT_NE(text.out.find("  memory    peak "), std::string::npos) << text.out;
 }
 
 }  // namespace

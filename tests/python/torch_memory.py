@@ -1,7 +1,7 @@
 """A small torch.compile training loop for tc's memory tests (tests/collect/torch_memory_python_test.cpp).
 
   python torch_memory.py [--batch 64] [--steps 6]   trains an MLP classifier (torch.compile, backend aot_eager: the
-                                                     compiled autograd graph without Inductor's build) with AdamW
+      [--device cuda]                                compiled autograd graph without Inductor's build) with AdamW
   python torch_memory.py --truth N [N ...]          trains the same model for 3 steps at each batch N (a model of its
                                                      own each) and prints "tensors N BYTES": parameters + gradients +
                                                      AdamW's state + the activations autograd saved for backward,
@@ -21,14 +21,14 @@ def model():
                                torch.nn.GELU(), torch.nn.Linear(HIDDEN, CLASSES))
 
 
-def train(batch, steps, saved=None):
-    net = model()
+def train(batch, steps, saved=None, device="cpu"):
+    net = model().to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     step = torch.compile(net, backend="aot_eager")
     g = torch.Generator().manual_seed(1)
     for _ in range(steps):
-        x = torch.randn(batch, FEATURES, generator=g)
-        y = torch.randint(0, CLASSES, (batch,), generator=g)
+        x = torch.randn(batch, FEATURES, generator=g).to(device)
+        y = torch.randint(0, CLASSES, (batch,), generator=g).to(device)
         if saved is not None:
             saved.clear()
             with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
@@ -67,12 +67,13 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--truth", type=int, nargs="*")
+    p.add_argument("--device", default="cpu", help="cuda: scripts/gpu-check.sh's run of torch.cuda's allocator path")
     a = p.parse_args()
     if a.truth:
         for b in a.truth:
             truth(b)
         return
-    train(a.batch, a.steps)
+    train(a.batch, a.steps, device=a.device)
     print("trained", a.batch, flush=True)
 
 
