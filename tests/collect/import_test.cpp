@@ -356,8 +356,9 @@ TEST(TorchTraceImport, TheHooksStepRecords) {
 // carried over until it changes, a memory.live_bytes counter sample at each
 // step's start (location function 'torch'; 'torch.cuda' for the allocator's
 // peak on a GPU), and each batch's largest step a memory_plans row whose
-// activations are the bytes that scale with the batch. A count out of range
-// is a malformed record, and what it would carry over is unknown.
+// activations are the bytes that scale with the batch; torch's out-of-memory
+// error an out_of_memory row. A count out of range is a malformed record, and
+// what it would carry over is unknown.
 TEST(TorchTraceImport, TheHooksMemoryRecords) {
   Scratch s;
   fs::create_directories(s.dir / "mem");
@@ -370,7 +371,9 @@ TEST(TorchTraceImport, TheHooksMemoryRecords) {
       << R"({"k":"step","end":5000,"call":4500,"mem":{"param":-1,"grad":100,"opt":200,"act":160,"batch":16,"cap":4096}})" "\n"  // malformed
       << R"({"k":"step","end":6000,"call":5500})" "\n"  // after a lost record: its memory is unknown
       << R"({"k":"step","end":7000,"call":6500,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cap_src":"ram","cuda":[900,1000]}})" "\n"
-      << R"({"k":"step","end":8000,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cuda":[900]}})" "\n";  // malformed
+      << R"({"k":"step","end":8000,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cuda":[900]}})" "\n"  // malformed
+      << R"({"k":"oom","ts":7500,"requested":5000,"batch":32,"where":"forward","mem":{"param":100,"grad":100,"opt":200,"act":80,"batch":8,"cap":4096}})" "\n"
+      << R"({"k":"oom","ts":7600,"requested":-5,"batch":32,"where":"backward"})" "\n";  // malformed
   const std::string path = (s.dir / "mem.tcdb").string();
   {
     auto w = tc::store::Writer::create(path);
@@ -379,16 +382,20 @@ TEST(TorchTraceImport, TheHooksMemoryRecords) {
     t.writer = w->get();
     auto r = tc::import::import_torch_trace((s.dir / "mem").string(), t);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(r->malformed, 2);
+    EXPECT_EQ(r->malformed, 3);
     ASSERT_TRUE((*w)->finalize().ok());
   }
   tc::import::import_testing::Tables tables(path);
+  tables.dump("oom: ts, step, requested, live, capacity, param, grad, opt, batch",
+              "SELECT ts, step, requested_bytes, live_bytes, capacity_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, batch_size "
+              "FROM out_of_memory");
   tables.dump("counters: ts, value, whose", "SELECT c.ts, c.value, l.function FROM counters c JOIN locations l ON l.id = c.loc_id WHERE "
               "l.name = 'memory.live_bytes' ORDER BY c.ts");
   tables.dump("plans: peak, param, grad, opt, act, batch_bytes, batch, capacity",
               "SELECT peak_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, activation_bytes, batch_bytes, batch_size, capacity_bytes "
               "FROM memory_plans ORDER BY peak_bytes");
   EXPECT_EQ(tables.text(),
+            "== oom: ts, step, requested, live, capacity, param, grad, opt, batch\n7500 | 5 | 5000 | 400 | 4096 | 100 | 100 | 200 | 32\n"
             "== counters: ts, value, whose\n1000 | 480.0 | torch\n2000 | 480.0 | torch\n3000 | 560.0 | torch\n6000 | 900.0 | torch.cuda\n"
             "== plans: peak, param, grad, opt, act, batch_bytes, batch, capacity\n480 | 100 | 100 | 200 | 80 | 80 | 8 | 4096\n"
             "560 | 100 | 100 | 200 | 160 | 160 | 16 | 4096\n900 | 100 | 100 | 200 | 0 | 0 | NULL | 4096\n");

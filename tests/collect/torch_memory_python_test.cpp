@@ -5,8 +5,9 @@
 // script counts them itself without tc (parameters, gradients, AdamW's state,
 // and the activations torch's own saved-tensor hooks see: a count
 // independent of the hook's graph walk), at batch 64 and, for the
-// prediction, at 4x (a real run at 256), each within 15%; and a Hugging Face
-// Trainer run's memory line and memory.headroom. About 15 s each here:
+// prediction, at 4x (a real run at 256), each within 15%; an out-of-memory
+// step's post-mortem; and a Hugging Face Trainer run's memory line and
+// memory.headroom. About 15 s each here:
 // labelled python and slow.
 #include <gtest/gtest.h>
 
@@ -70,6 +71,43 @@ TEST(TorchMemoryPython, PeakAndPredictionAgainstTheTrainingsTensors) {
   t::Exit text = t::run({t::bin("tc-analyze"), out});
   EXPECT_NE(text.out.find("from torch's tensors at the largest step"), std::string::npos) << text.out;
   std::printf("peak %.0f (tensors %.0f); batch 256: predicted %.0f, tensors %.0f\n", ev["peak_bytes"].n, at64, predicted, at256);
+}
+
+// torch's CPU allocator fails (the script's last step at batch 300000 with
+// 256 MiB left to map): the run ends with torch's error, and tc-analyze with
+// the capacity given (64 MiB) says in memory.oom what was asked for, the batch
+// that failed and the largest that fits; the training's tensors at that
+// batch, counted by the script without tc, fit the capacity.
+TEST(TorchMemoryPython, AnOutOfMemoryStepGetsThePostMortem) {
+  const std::string py = tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv");
+  TC_REQUIRE_PYTHON_PEER(py, "torch", kEnv, "scripts/test.sh installs torch into .tc-test-venv");
+  t::TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  t::Exit e = t::run({t::bin("tc-profile"), "-q", "-o", out, "--", py, kScript, "--batch", "64", "--oom-at", "300000"}, kEnv);
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_NE(e.err.find("can't allocate memory"), std::string::npos) << e.err;
+  constexpr int64_t kCapacity = int64_t{64} << 20;
+  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json", "--capacity", std::to_string(kCapacity)});
+  ASSERT_EQ(a.code, 0) << a.err;
+  JsonValue j = t::JsonParser(a.out).parse();
+  auto f = t::python_sample::findings(j, "memory.oom");
+  ASSERT_EQ(f.size(), 1u) << a.out;
+  const JsonValue& ev = (*f[0])["evidence"];
+  EXPECT_GT(ev["requested_bytes"].n, 256 << 20);  // more than the process had left to map
+  EXPECT_EQ(ev["failing_batch_size"].n, 300000);
+  EXPECT_EQ(ev["capacity_bytes"].n, static_cast<double>(kCapacity));
+  EXPECT_GT(ev["breakdown"]["parameter"].n, 0);
+  EXPECT_NE(ev["method"].s.find("torch's tensors at batch 64"), std::string::npos) << a.out;
+  const auto fits = static_cast<int64_t>(ev["largest_batch_that_fits"].n);
+  ASSERT_GT(fits, 64);
+  ASSERT_LT(fits, 300000);
+  t::Exit truth = t::run({py, kScript, "--truth", std::to_string(fits)}, kEnv);
+  ASSERT_EQ(truth.code, 0) << truth.err;
+  const double at = tensors(truth.out, fits);
+  ASSERT_GT(at, 0) << truth.out;
+  EXPECT_LE(at, 0.9 * static_cast<double>(kCapacity) * 1.15) << "batch " << fits;  // the headroom kept, within the model's 15%
+  EXPECT_GE(at, 0.9 * static_cast<double>(kCapacity) * 0.85) << "batch " << fits;  // and not far below: the largest
+  std::printf("batch %lld fits 64 MiB: its tensors %.0f bytes\n", static_cast<long long>(fits), at);
 }
 
 // A Hugging Face Trainer run (torch_compile=True, DataCollatorWithPadding, a

@@ -2,6 +2,9 @@
 
   python torch_memory.py [--batch 64] [--steps 6]   trains an MLP classifier (torch.compile, backend aot_eager: the
       [--device cuda]                                compiled autograd graph without Inductor's build) with AdamW
+  python torch_memory.py --oom-at N                 the same, then one step at batch N with 256 MiB left to map (RLIMIT_AS):
+                                                     torch's CPU allocator fails ("can't allocate memory"), the script
+                                                     ends with that error
   python torch_memory.py --truth N [N ...]          trains the same model for 3 steps at each batch N (a model of its
                                                      own each) and prints "tensors N BYTES": parameters + gradients +
                                                      AdamW's state + the activations autograd saved for backward,
@@ -21,12 +24,24 @@ def model():
                                torch.nn.GELU(), torch.nn.Linear(HIDDEN, CLASSES))
 
 
-def train(batch, steps, saved=None, device="cpu"):
+def address_space_limit(extra):
+    """Lets this process map `extra` bytes more than it has now (RLIMIT_AS): a larger tensor then fails to allocate."""
+    import resource
+
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
+
+
+def train(batch, steps, saved=None, device="cpu", oom_at=0):
     net = model().to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     step = torch.compile(net, backend="aot_eager")
     g = torch.Generator().manual_seed(1)
-    for _ in range(steps):
+    for i in range(steps + (1 if oom_at else 0)):
+        if i == steps:  # the step at oom_at, with 256 MiB left to map: torch's CPU allocator fails
+            address_space_limit(256 << 20)
+            batch = oom_at
         x = torch.randn(batch, FEATURES, generator=g).to(device)
         y = torch.randint(0, CLASSES, (batch,), generator=g).to(device)
         if saved is not None:
@@ -68,12 +83,13 @@ def main():
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--truth", type=int, nargs="*")
     p.add_argument("--device", default="cpu", help="cuda: scripts/gpu-check.sh's run of torch.cuda's allocator path")
+    p.add_argument("--oom-at", type=int, default=0, help="after the steps, one at this batch with 256 MiB left to map")
     a = p.parse_args()
     if a.truth:
         for b in a.truth:
             truth(b)
         return
-    train(a.batch, a.steps, device=a.device)
+    train(a.batch, a.steps, device=a.device, oom_at=a.oom_at)
     print("trained", a.batch, flush=True)
 
 

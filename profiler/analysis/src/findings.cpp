@@ -933,20 +933,29 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
   bool had_oom = false;
   while (q.next()) {
     had_oom = true;
-    int64_t capacity = q.i64(3);
+    // The user's capacity (tc-analyze --capacity) over the recorded one, as for the summary.
+    const int64_t capacity = options.capacity_bytes > 0 ? options.capacity_bytes : q.i64(3);
     int64_t failing_batch = q.is_null(10) ? 0 : q.i64(10);
     int64_t fits = largest_batch(m, capacity, options.memory_safety_margin);
+    const bool torch = report.summary.memory_source == "torch_tensors" || report.summary.memory_source == "torch_cuda_allocator";
     Finding f;
     f.kind = "memory.oom";
     f.identity = "batch " + std::to_string(failing_batch) + " fits " + std::to_string(fits);
     f.severity = Severity::kError;
     f.title = "Out of memory at step " + std::to_string(q.i64(11)) + ": " + format_bytes(static_cast<double>(q.i64(1))) + " requested with " +
               format_bytes(static_cast<double>(q.i64(2))) + " of " + format_bytes(static_cast<double>(capacity)) + " live";
+    if (torch) {
+      f.title += std::string(" (the last step's parameters, gradients and optimizer state") +
+                 (failing_batch > 0 ? "; batch " + std::to_string(failing_batch) + " failed" : std::string()) + ")";
+    }
     if (fits > 0) {
       f.suggestion = "Use batch " + std::to_string(fits) + " (the largest that fits with " + format_double("%.0f", options.memory_safety_margin * 100) +
-                     "% headroom, from the memory plan at batch " + std::to_string(m.batch_size) + ")" +
+                     "% headroom, from " + (m.method.empty() ? "the memory plan at batch " + std::to_string(m.batch_size) : m.method) + ")" +
                      (failing_batch > 0 ? " instead of " + std::to_string(failing_batch) : std::string()) + "; " +
                      lr_advice(r, failing_batch > 0 ? failing_batch : m.batch_size, fits) + ".";
+    } else if (torch) {
+      f.suggestion = "Lower the batch size; no step that ran had a batch to size it from (tc's hook takes it from the step's torch.compile'd "
+                     "call), or the capacity is not known: tc-analyze --capacity BYTES gives it.";
     } else {
       f.suggestion = "Lower the batch size, or raise TC_DEVICE_MEMORY_LIMIT if the device has more memory; no compiled memory plan with a "
                      "batch dimension was recorded to size it exactly.";
@@ -957,7 +966,9 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     j.field("activation", q.i64(7)).field("input", q.i64(8)).field("other", q.i64(9)).end_object();
     j.key("failing_batch_size");
     if (failing_batch > 0) j.value(failing_batch); else j.null();
-    j.field("largest_batch_that_fits", fits).field("safety_margin", options.memory_safety_margin).end_object();
+    j.field("largest_batch_that_fits", fits).field("safety_margin", options.memory_safety_margin);
+    if (!m.method.empty()) j.field("method", m.method);
+    j.end_object();
     add(report, std::move(f), j, q.i64(0));
   }
   TC_RETURN_IF_ERROR(q.status());

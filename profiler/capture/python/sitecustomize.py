@@ -276,6 +276,20 @@ def _register_torch_compile(torch):
     # and the memory written last
     memory = _TorchMemory(torch)
 
+    def out_of_memory(e, where):
+        """A "oom" record when `e` is torch's out-of-memory error (at most 16: a program may catch them and retry)."""
+        try:
+            requested = _oom_bytes(torch, e)
+            if requested is None or memory.ooms >= 16:
+                return
+            memory.ooms += 1
+            fields = {"ts": now(), "requested": requested, "batch": memory.batch, "where": where}
+            if memory.last is not None:
+                fields["mem"] = memory.last
+            log.record(k="oom", **fields)
+        except Exception:
+            pass
+
     def step_ended():
         call, shapes = step["call"], step["in"]
         step["call"] = None
@@ -309,7 +323,11 @@ def _register_torch_compile(torch):
                 except Exception:
                     step["in"] = ()
                 memory.batch = _batch_of(step["in"])
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                out_of_memory(e, "forward")
+                raise
 
         if hasattr(fn, "__wrapped__"):  # what torch's own wrapper unwraps to: the program's function
             compiled_call.__wrapped__ = fn.__wrapped__
@@ -340,9 +358,31 @@ def _register_torch_compile(torch):
                 memory.before_backward(tensors)
             except Exception:
                 pass
-            return backward(tensors, *args, **kwargs)
+            try:
+                return backward(tensors, *args, **kwargs)
+            except Exception as e:
+                out_of_memory(e, "backward")
+                raise
 
         torch.autograd.backward = backward_walked
+
+
+def _oom_bytes(torch, e):
+    """The bytes of the allocation that failed when `e` is torch's out-of-memory error (0 when its text does not say),
+    else None: torch.OutOfMemoryError (a GPU's), or the CPU allocator's RuntimeError "can't allocate memory"."""
+    kind = getattr(torch, "OutOfMemoryError", None)
+    text = str(e)[:4000]
+    if not ((kind is not None and isinstance(e, kind)) or (isinstance(e, RuntimeError) and "can't allocate memory" in text)):
+        return None
+    import re
+
+    m = re.search(r"allocate ([0-9]+) bytes", text)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"[Tt]ried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)", text)
+    if m:
+        return int(float(m.group(1)) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m.group(2)])
+    return 0
 
 
 def _batch_of(shapes):
@@ -376,7 +416,8 @@ class _TorchMemory:
       - on a GPU, torch.cuda's own peak allocated and reserved bytes of the step (then reset), and the device's
         memory as capacity. Not verified on a GPU.
     The step record gets "mem": {"param", "grad", "opt", "act", "batch", "cap", "cap_src"[, "cuda": [allocated,
-    reserved]]} when it differs from the last one written."""
+    reserved]]} when it differs from the last one written. torch's out-of-memory error raised through a compiled
+    call or a backward is a record of its own ("oom": the bytes asked for, the batch, the last step's "mem")."""
 
     _WALKS = 3
     _MAX_NODES = 200000
@@ -389,6 +430,8 @@ class _TorchMemory:
         self.steps = 0
         self.fixed = None  # (param, grad, opt) last read
         self.capacity = None
+        self.last = None  # the last step's "mem"
+        self.ooms = 0
 
     def before_backward(self, tensors):
         entry = self.act.setdefault(self.batch, [0, -1])
@@ -501,6 +544,7 @@ class _TorchMemory:
                 torch.cuda.reset_peak_memory_stats(device)
             except Exception:
                 pass
+        self.last = mem
         return mem
 
 

@@ -333,10 +333,19 @@ struct HookStep {
   bool after_lost = false;  // a malformed record came before it: what it carries over is unknown
 };
 
+// torch's out-of-memory error as the hook saw it pass through a compiled
+// call or a backward: the bytes asked for (0: not said), the step's batch,
+// the last step's memory.
+struct HookOom {
+  int64_t ts = 0, requested = 0, batch = 0;
+  std::optional<HookMemory> mem;
+};
+
 struct HookProcess {
   uint32_t pid = 0;
   int64_t start = 0;  // when the hook began (torch's import): step 0 starts there
   std::vector<HookStep> steps;
+  std::vector<HookOom> ooms;  // at most 16 (the hook's limit)
   bool lost = false;
 };
 
@@ -413,6 +422,22 @@ class TorchImporter : public import_common::Importer {
       if (!valid_ts(ts) || !in_run(*ts) || !pid || *pid <= 0 || *pid > UINT32_MAX || !p.steps.empty()) return false;
       p.pid = static_cast<uint32_t>(*pid);
       p.start = *ts;
+      return true;
+    }
+    if (k == "oom") {
+      auto ts = v.int64("ts");
+      auto requested = v.int64("requested");
+      auto batch = v.int64("batch");
+      HookOom o;
+      if (!valid_ts(ts) || *ts < p.start || !in_run(*ts) || !requested || *requested < 0 || *requested > (int64_t{1} << 56) || !batch ||
+          *batch < 0 || *batch > INT32_MAX || p.ooms.size() >= 16)
+        return false;
+      o.ts = *ts, o.requested = *requested, o.batch = *batch;
+      if (const json::Value* mem = v.get("mem")) {
+        o.mem.emplace();
+        if (!read_memory(*mem, *o.mem)) return false;
+      }
+      p.ooms.push_back(std::move(o));
       return true;
     }
     if (k != "step") {
@@ -710,6 +735,17 @@ class TorchImporter : public import_common::Importer {
         const int64_t step = step_at(p.pid, st.call);
         if (step >= static_cast<int64_t>(ends->size()) || !done.insert(step).second) continue;  // after the last step, or not its first call
         for (const auto& [name, dims] : *in) TC_RETURN_IF_ERROR(write_step_input(u, step, user_name(name), dims));
+      }
+      // Each out-of-memory error an out_of_memory row: what was live is the last step's parameters, gradients and
+      // optimizer state (the failing step's activations are not known), the batch the failing step's.
+      for (const HookOom& o : p.ooms) {
+        if (!room(store::schema::out_of_memory)) break;
+        const HookMemory m = o.mem.value_or(HookMemory{});
+        auto row = t_.writer->row(store::schema::out_of_memory);
+        row.null().i64(u).i64(o.ts).i64(step_at(p.pid, o.ts)).i64(o.requested).i64(m.param + m.grad + m.opt).i64(m.capacity);
+        row.i64(m.param).i64(m.grad).i64(m.opt).i64(0).i64(0).i64(0);
+        if (o.batch > 0) row.i64(o.batch); else row.null();
+        TC_RETURN_IF_ERROR(row.insert());
       }
       // Each batch's largest step a memory_plans row (no graph: the step's, not one compiled graph's), its
       // activations the bytes that scale with the batch: the batch model behind memory.headroom.
