@@ -244,6 +244,7 @@ TEST(JaxLogImport, BadInputIsCountedNeverFatal) {
       << "{\"k\":\"dur\",\"ts\":9,\"event\":\"/jax/core/compile/backend_compile_duration\",\"s\":-1,\"fun\":\"f\"}\n"
       << "{\"k\":\"miss\",\"ts\":9,\"msg\":\"TRACING CACHE MISS at nowhere\"}\n"            // no call site
       << "{\"k\":\"eval\",\"ts\":9,\"dur\":1,\"kind\":\"rm -rf\",\"file\":\"x.py\",\"line\":1}\n"  // a kind the hook never writes
+      << "{\"k\":\"oom\",\"f\":0,\"ts\":9,\"requested\":-1,\"batch\":8}\n"                 // a negative request
       << "[1, 2]\n"
       << std::string(3, '\0') << "\n"
       << "{\"k\":\"call\",\"f\":0,\"ts\":1";                                              // cut
@@ -255,7 +256,7 @@ TEST(JaxLogImport, BadInputIsCountedNeverFatal) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->compilations, 0);
   EXPECT_EQ(r->steps, 0);
-  EXPECT_EQ(r->malformed, 7);
+  EXPECT_EQ(r->malformed, 8);
   EXPECT_TRUE(r->truncated);
   ASSERT_TRUE((*w)->finalize().ok());
 }

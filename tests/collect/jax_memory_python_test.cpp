@@ -83,4 +83,44 @@ TEST(JaxMemoryPython, PeakAndPredictionAgainstXlasOwnAnalysis) {
   std::printf("peak %.0f (XLA %.0f); batch %lld: predicted %.0f, XLA %.0f\n", ev["peak_bytes"].n, truth, static_cast<long long>(suggested), predicted, xla);
 }
 
+// XLA's RESOURCE_EXHAUSTED (the script's last step at batch 200000 with 256
+// MiB more to map; JAX dispatches asynchronously, so it surfaces where the
+// script reads the loss, uncaught): the run ends with JAX's error, and
+// tc-analyze with a capacity between the model's batches 32 and 128 says in
+// memory.oom what was asked for, the batch that failed and the largest that
+// fits, whose peak by XLA's own analysis is within 15% of the 90% kept.
+TEST(JaxMemoryPython, AnOutOfMemoryStepGetsThePostMortem) {
+  const std::string py = tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv");
+  TC_REQUIRE_PYTHON_PEER(py, "jax", kEnv, "scripts/test.sh installs jax[cpu] into .tc-test-venv");
+  t::TempDir dir;
+  const std::string out = dir.file("run.tcdb");
+  t::Exit e = t::run({t::bin("tc-profile"), "-q", "-o", out, "--", py, kScript, "--batch", "16", "--oom-at", "200000"}, kEnv);
+  EXPECT_EQ(e.code, 1) << e.err;
+  EXPECT_NE(e.err.find("RESOURCE_EXHAUSTED"), std::string::npos) << e.err;
+  auto analysed = [&](int64_t batch) {
+    t::Exit x = t::run({py, kScript, "--analyse-at", std::to_string(batch)}, kEnv);
+    EXPECT_EQ(x.code, 0) << x.err;
+    return xla_peak(x.out, batch);
+  };
+  const double p32 = analysed(32), p128 = analysed(128);
+  ASSERT_GT(p32, 0);
+  ASSERT_GT(p128, p32);
+  const auto capacity = static_cast<int64_t>((p32 + p128) / 2 / 0.9);
+  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json", "--capacity", std::to_string(capacity)});
+  ASSERT_EQ(a.code, 0) << a.err;
+  JsonValue j = t::JsonParser(a.out).parse();
+  auto f = t::python_sample::findings(j, "memory.oom");
+  ASSERT_EQ(f.size(), 1u) << a.out;
+  const JsonValue& ev = (*f[0])["evidence"];
+  EXPECT_GT(ev["requested_bytes"].n, 256 << 20);
+  EXPECT_EQ(ev["failing_batch_size"].n, 200000);
+  EXPECT_NE(ev["method"].s.find("memory_analysis()"), std::string::npos) << a.out;
+  const auto fits = static_cast<int64_t>(ev["largest_batch_that_fits"].n);
+  EXPECT_GT(fits, 32);
+  EXPECT_LT(fits, 128);
+  const double at = analysed(fits);
+  EXPECT_NEAR(at, 0.9 * static_cast<double>(capacity), 0.15 * 0.9 * static_cast<double>(capacity)) << "batch " << fits;
+  std::printf("batch %lld fits %lld bytes: XLA's peak there %.0f\n", static_cast<long long>(fits), static_cast<long long>(capacity), at);
+}
+
 }  // namespace

@@ -6,6 +6,9 @@
   python jax_memory.py --analyse-at N               prints "xla_peak N BYTES" for the same step compiled at batch N,
                                                      without running it
 
+  python jax_memory.py --oom-at N                   the training, then one step at batch N with 256 MiB left to map
+                                                     (RLIMIT_AS): XLA's RESOURCE_EXHAUSTED ends the script
+
 The last batch is short (--examples not a multiple of --batch): a second batch size.
 """
 import argparse
@@ -46,6 +49,7 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--examples", type=int, default=84)
     p.add_argument("--analyse-at", type=int, default=0)
+    p.add_argument("--oom-at", type=int, default=0)
     a = p.parse_args()
     params = init()
     if a.analyse_at:
@@ -57,7 +61,15 @@ def main():
     for i in range(0, a.examples, a.batch):
         params, loss = train_step(params, x[i:i + a.batch], y[i:i + a.batch])
     loss.block_until_ready()
-    print("xla_peak", a.batch, xla_peak(params, a.batch))
+    print("xla_peak", a.batch, xla_peak(params, a.batch), flush=True)
+    if a.oom_at:  # one step at batch N with 256 MiB more to map (RLIMIT_AS): XLA's RESOURCE_EXHAUSTED ends the script
+        import resource
+
+        big, labels = r.standard_normal((a.oom_at, FEATURES), dtype=np.float32), np.zeros(a.oom_at, np.int32)
+        with open("/proc/self/status") as f:
+            size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), size + (256 << 20)))
+        train_step(params, big, labels)[1].block_until_ready()
 
 
 if __name__ == "__main__":

@@ -272,7 +272,8 @@ Status read_steps(const store::Reader& r, const Options& options, Report& report
       s.memory_unmeasured = "torch's steps have no memory records (tc's hook counts the tensors of the optimizers that stepped: "
                             "none had tensors, or the log is from an older tc)";
     } else if (row) {
-      s.memory_unmeasured = "tc does not measure PyTorch/XLA's memory yet, only JAX's and torch's";
+      s.memory_unmeasured = "tc does not measure PyTorch/XLA's memory (on the CPU its runtime keeps no allocator statistics: "
+                            "xm.get_memory_info() is UNIMPLEMENTED), only JAX's and torch's";
     }
     TC_RETURN_IF_ERROR(f.status());
   }

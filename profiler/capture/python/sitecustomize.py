@@ -756,6 +756,10 @@ def _jit_calls(call, own, local, log, now, memory=None):
         try:
             out = call(self, *args, **kwargs)
             return out
+        except Exception as e:
+            if memory is not None:
+                memory.out_of_memory(i, e, args, kwargs)
+            raise
         finally:
             local.depth = 0
             if seen is not None:
@@ -929,7 +933,9 @@ class _JaxMemory:
         compiles, never runs, within TC_MEMORY_PROBE_S seconds (30 by default; 0: none). The first probe always
         starts; the next only when the time spent plus the last probe's fits in the budget (k="mem_skipped" else);
       - the capacity (k="capacity"): the device's bytes_limit where memory_stats() has one (a GPU), else the cgroup's
-        limit or the RAM.
+        limit or the RAM;
+      - XLA's RESOURCE_EXHAUSTED raised by a call of the program's jitted function (k="oom": the bytes, the batch),
+        re-raised unchanged.
     The batch arguments: the arguments (top level, a dict or tuple counts as one) whose arrays all share one dim 0
     and that the function does not return (params and optimizer state come back; the batch does not); of those, the
     dim 0 shared by the most arguments, then by the most elements. The hook's own lowering is not logged as the
@@ -941,11 +947,57 @@ class _JaxMemory:
         self.calls = {}  # function index -> its calls
         self.jitted = {}  # function index -> a weak reference to it
         self.started = self.exiting = False
+        self.ooms = 0
+        self.oom_seen = set()  # ids of the errors logged
+        self.last_call = None  # (function index, shapes) of the last call
+
+    def out_of_memory(self, i, e, args, kwargs):
+        """A k="oom" record when `e` is XLA's RESOURCE_EXHAUSTED from a call of function i (at most 16: a program may
+        catch them and retry): the bytes its text says (0: none), the call's batch (dim 0 of its arguments where the
+        function's most frequent shapes had their batch; 0 when not known). JAX dispatches asynchronously, so the
+        error of a step often surfaces later, where the program reads a result: uncaught, it is found at exit
+        (uncaught_out_of_memory), attributed to the last call."""
+        try:
+            text = str(e)[:4000]
+            if "RESOURCE_EXHAUSTED" not in text or self.ooms >= 16 or id(e) in self.oom_seen:
+                return
+            self.ooms += 1
+            self.oom_seen.add(id(e))
+            import re
+
+            m = re.search(r"allocating ([0-9]+) bytes", text)
+            batch = 0
+            known = [entry for entry in (self.sigs.get(i) or {}).values() if entry[3]]
+            if known:
+                values = list(args) + list(kwargs.values())
+                for pos in max(known, key=lambda entry: entry[1])[3]:
+                    for a in self.jax.tree_util.tree_leaves(values[pos]) if pos < len(values) else ():
+                        shape = getattr(a, "shape", None)
+                        if type(shape) is tuple and len(shape) >= 1:
+                            batch = int(shape[0])
+                            break
+                    if batch:
+                        break
+            self.log.record(k="oom", f=i, ts=self.now(), requested=int(m.group(1)) if m else 0, batch=batch)
+        except Exception:
+            pass
+
+    def uncaught_out_of_memory(self):
+        """At exit: the exception that ended the program (sys.last_exc, or sys.last_value before Python 3.12), when it
+        is a RESOURCE_EXHAUSTED not logged yet, as the last jitted call's, with that call's abstract arguments."""
+        e = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        if e is None or self.last_call is None:
+            return
+        i, shapes = self.last_call
+        entry = (self.sigs.get(i) or {}).get(shapes)
+        args, kwargs = entry[0] if entry is not None else ((), {})
+        self.out_of_memory(i, e, args, kwargs)
 
     def before(self, i, shapes, args, kwargs):
         """Counts the call; for new shapes of function i, returns the abstract arguments (taken before the call: a
         donated argument is gone after it), else None."""
         self.calls[i] = self.calls.get(i, 0) + 1
+        self.last_call = (i, shapes)
         sigs = self.sigs.setdefault(i, {})
         entry = sigs.get(shapes)
         if entry is not None:
@@ -1072,8 +1124,9 @@ class _JaxMemory:
             self.log.record(k="capacity", bytes=cap, source=source)
 
     def probe(self):
-        """At exit: the step function at 2x and 8x its batch, within the budget."""
+        """At exit: an uncaught RESOURCE_EXHAUSTED; the step function at 2x and 8x its batch, within the budget."""
         self.exiting = True
+        self.uncaught_out_of_memory()
         try:
             budget = float(os.environ.get("TC_MEMORY_PROBE_S", "30"))
         except ValueError:

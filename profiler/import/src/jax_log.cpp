@@ -211,6 +211,12 @@ struct Mem {
   int64_t peak() const { return arg + out + temp - alias; }
 };
 
+// XLA's RESOURCE_EXHAUSTED from a call of the program's jitted function (the
+// hook's k="oom"): the bytes its text says (0: not said), the call's batch.
+struct Oom {
+  int64_t f = 0, ts = 0, requested = 0, batch = 0;
+};
+
 // What one file (one process) said.
 struct Process {
   uint32_t pid = 0;
@@ -219,6 +225,7 @@ struct Process {
   std::vector<Eval> evals;
   std::map<int64_t, Fun> funs;
   std::vector<Mem> mems;
+  std::vector<Oom> ooms;  // at most 16 (the hook's limit)
   int64_t capacity = 0;  // the hook's k="capacity": the device's limit, the cgroup's or the RAM
   int64_t last_ts = 0;
 };
@@ -306,6 +313,14 @@ class JaxImporter : public import_common::Importer {
       return duration(r, v, ts);
     } else if (k == "mem" || k == "capacity" || k == "mem_skipped" || k == "mem_failed") {
       return memory(p, v, k, ts);
+    } else if (k == "oom") {
+      auto f = v.int64("f");
+      auto requested = v.int64("requested");
+      auto batch = v.int64("batch");
+      if (!f || *f < 0 || !valid_ts(ts) || !in_run(*ts) || !requested || *requested < 0 || *requested > (int64_t{1} << 56) || !batch ||
+          *batch < 0 || *batch > INT32_MAX || p.ooms.size() >= 16)
+        return false;
+      p.ooms.push_back({*f, *ts, *requested, *batch});
     } else if (k == "limit") {
       note("the hook stopped writing at its size limit (64 MiB)");
     } else {
@@ -510,6 +525,20 @@ class JaxImporter : public import_common::Importer {
       }
     }
     TC_RETURN_IF_ERROR(write_memory(p, u, compiled));
+    // Each RESOURCE_EXHAUSTED an out_of_memory row; what was live is the failing function's last executable the
+    // hook analysed after a call (the failing call's own when its call returned before the error surfaced: what the
+    // step needed), its arguments the inputs, its temporaries the activations.
+    for (const Oom& o : p.ooms) {
+      if (!room(store::schema::out_of_memory)) break;
+      const Mem* last = nullptr;
+      for (const Mem& m : p.mems)
+        if (m.f == o.f && m.ran && !m.model && m.ts <= o.ts) last = &m;
+      const Mem m = last ? *last : Mem{};
+      auto row = t_.writer->row(store::schema::out_of_memory);
+      row.null().i64(u).i64(o.ts).i64(step_at(o.ts)).i64(o.requested).i64(m.peak()).i64(p.capacity).i64(0).i64(0).i64(0).i64(m.temp).i64(m.arg).i64(0);
+      if (o.batch > 0) row.i64(o.batch); else row.null();
+      TC_RETURN_IF_ERROR(row.insert());
+    }
     for (const Eval& e : p.evals) {
       auto loc = location(e.what, e.file, e.fn, e.line);
       if (!loc.ok()) return loc.status();
