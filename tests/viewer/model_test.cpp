@@ -89,7 +89,7 @@ TEST(MemoryScale, FollowsTheRunNotAFarCapacity) {
   EXPECT_GE(m.hi, 80e6);
 }
 
-// A run without memory data (a torch.compile run, whose memory tc does not measure) has no memory lane, not an
+// A run without memory data (a PyTorch/XLA run, or a torch run whose steps have no memory records) has no memory lane, not an
 // empty "0 B .. 1 B" one; a capacity alone does not make one; live bytes or an out-of-memory point do.
 TEST(MemoryLane, OnlyWithMemoryData) {
   Timeline tl;
