@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,16 +23,7 @@ using t::JsonValue;
 const std::string kScript = std::string(TC_SOURCE_DIR) + "/tests/python/jax_memory.py";
 const std::vector<std::pair<std::string, std::string>> kEnv = {{"JAX_PLATFORMS", "cpu"}};
 
-// "xla_peak BATCH BYTES" in the script's output: BYTES, or -1.
-double xla_peak(const std::string& out, int64_t batch) {
-  std::istringstream in(out);
-  for (std::string w; in >> w;) {
-    int64_t b = 0;
-    double bytes = 0;
-    if (w == "xla_peak" && in >> b >> bytes && b == batch) return bytes;
-  }
-  return -1;
-}
+double xla_peak(const std::string& out, int64_t batch) { return t::python_sample::per_batch(out, "xla_peak", batch); }
 
 JsonValue headroom(const std::string& store, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> cmd = {t::bin("tc-analyze"), store, "--json"};

@@ -59,6 +59,18 @@ inline std::vector<std::pair<int64_t, int64_t>> shapes(const std::string& out) {
   return r;
 }
 
+// "KEY BATCH BYTES" in a script's output (tests/python/*_memory.py: xla_peak,
+// tensors): BYTES for that batch, or -1.
+inline double per_batch(const std::string& out, const std::string& key, int64_t batch) {
+  std::istringstream in(out);
+  for (std::string w; in >> w;) {
+    int64_t b = 0;
+    double bytes = 0;
+    if (w == key && in >> b >> bytes && b == batch) return bytes;
+  }
+  return -1;
+}
+
 inline std::vector<const JsonValue*> findings(const JsonValue& j, const std::string& kind) {
   std::vector<const JsonValue*> out;
   for (const JsonValue& f : j["findings"].a)

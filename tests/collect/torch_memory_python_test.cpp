@@ -11,7 +11,6 @@
 // labelled python and slow.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,16 +24,7 @@ using t::JsonValue;
 const std::string kScript = std::string(TC_SOURCE_DIR) + "/tests/python/torch_memory.py";
 const std::vector<std::pair<std::string, std::string>> kEnv = {{"CUDA_VISIBLE_DEVICES", ""}};
 
-// "tensors BATCH BYTES" in the script's output: BYTES, or -1.
-double tensors(const std::string& out, int64_t batch) {
-  std::istringstream in(out);
-  for (std::string w; in >> w;) {
-    int64_t b = 0;
-    double bytes = 0;
-    if (w == "tensors" && in >> b >> bytes && b == batch) return bytes;
-  }
-  return -1;
-}
+double tensors(const std::string& out, int64_t batch) { return t::python_sample::per_batch(out, "tensors", batch); }
 
 TEST(TorchMemoryPython, PeakAndPredictionAgainstTheTrainingsTensors) {
   const std::string py = tc::test::python_sample::python("TC_TEST_PYTHON", ".tc-test-venv");
