@@ -13,7 +13,8 @@
 #   3c. a JAX run's memory (XLA's memory_analysis(), the device's capacity);
 #   3d. DDP over NCCL under one tc-profile over torchrun: steps and
 #      all-reduces per rank, the straggler with two GPUs;
-#   3e. a torch run's memory (torch.cuda's allocator peak per step);
+#   3e. a torch run's memory (torch.cuda's allocator peak per step, the
+#      snapshot TC_TORCH_MEMORY_SNAPSHOT asks for);
 #   4. a benchmark: the MLP step of tc-bench-compiler on the GPU against
 #      PyTorch eager and torch.compile on the same GPU.
 # Every check runs (a failure does not hide the next); the summary lists
@@ -227,7 +228,10 @@ EOF
 
 echo "== 3e. torch's memory on the GPU (issue #30): torch.cuda's peak allocated bytes per step, the device's capacity"
 rm -f "$build/torch-mem.tcdb"
-check torch_memory_profiled 180 "$bin/tc-profile" -o "$build/torch-mem.tcdb" -- python3 tests/python/torch_memory.py --device cuda --batch 64
+rm -f "$build/torch-mem.snapshot"
+check torch_memory_profiled 180 env TC_TORCH_MEMORY_SNAPSHOT="$build/torch-mem.snapshot" "$bin/tc-profile" -o "$build/torch-mem.tcdb" -- \
+  python3 tests/python/torch_memory.py --device cuda --batch 64
+check torch_memory_snapshot 10 test -s "$build/torch-mem.snapshot"
 check torch_memory_cuda 60 python3 - "$build/torch-mem.tcdb" "$bin/tc-analyze" <<'EOF'
 import json, subprocess, sys
 report = json.loads(subprocess.run([sys.argv[2], sys.argv[1], "--json"], check=True, stdout=subprocess.PIPE).stdout)

@@ -432,6 +432,30 @@ class _TorchMemory:
         self.capacity = None
         self.last = None  # the last step's "mem"
         self.ooms = 0
+        snapshot = os.environ.get("TC_TORCH_MEMORY_SNAPSHOT")
+        if snapshot:
+            self._record_snapshot(snapshot)
+
+    def _record_snapshot(self, path):
+        """TC_TORCH_MEMORY_SNAPSHOT=FILE: torch.cuda's allocator history from torch's import on, written to FILE at
+        exit (torch.cuda.memory._dump_snapshot: pytorch.org/memory_viz reads it); nothing without CUDA. Not verified
+        on a GPU."""
+        torch = self.torch
+        try:
+            if not torch.cuda.is_available():
+                return
+            torch.cuda.memory._record_memory_history(max_entries=100000)
+        except Exception:
+            return
+        import atexit
+
+        def dump():
+            try:
+                torch.cuda.memory._dump_snapshot(path)
+            except Exception:
+                pass
+
+        atexit.register(dump)
 
     def before_backward(self, tensors):
         entry = self.act.setdefault(self.batch, [0, -1])
