@@ -92,6 +92,15 @@ TEST(HookTransparency, TorchCompileIntrospection) {
   expect_same({}, "compile");
 }
 
+// The hook's memory count (a walk of the autograd graph before backward) reads no saved tensor that has an
+// unpack hook: an activation checkpoint's forward runs once more per backward, as without tc (reading its saved
+// tensors would run it again); torch.func still runs (a saved-tensor hook for the whole program would stop it);
+// torch.autograd.backward, which the hook wraps, looks as torch's own.
+TEST(HookTransparency, ActivationCheckpointsAndTorchFunc) {
+  TC_REQUIRE_PYTHON_PEER(python(), "torch", {}, kHow);
+  expect_same({}, "checkpoint");
+}
+
 TEST(HookTransparency, JaxJitIntrospection) {
   TC_REQUIRE_PYTHON_PEER(python(), "jax", {}, kHow);
   expect_same({}, "jax");

@@ -7,6 +7,8 @@
   fork    two multiprocessing workers by fork(), each with 5 optimizer steps, then 5 in the parent
   spawn   two workers by spawn (each a new interpreter, which loads the hook again), with no torch
   exit    prints, then os._exit(3) with no flush of Python's buffers but its own
+  checkpoint  an activation checkpoint around a torch.compile'd block (how often its forward runs), torch.func.grad,
+          and torch.autograd.backward's name and signature: the hook's memory count must not change them
   compile torch.compile (backend eager) introspection: torch.compile's own, what it returns for a module, a function
           and as a decorator, Module.compile(), copies and pickles, two training steps
   jax     jax.jit introspection: the type, the attributes, .lower()'s error, a call, the modules imported
@@ -163,6 +165,36 @@ def jax_steps_then(end):
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def checkpoint_case():
+    """What the hook's memory count must leave alone: a non-reentrant activation checkpoint (its saved tensors unpack
+    by running the forward again: reading them would), torch.func's transforms (they refuse saved-tensor hooks), and
+    torch.autograd.backward as the program sees it."""
+    import inspect
+
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 8))
+    c = torch.compile(m, backend="aot_eager")
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    forwards = [0]
+
+    def block(x):
+        forwards[0] += 1
+        return c(x)
+
+    for _ in range(3):
+        checkpoint(block, torch.randn(4, 8, requires_grad=True), use_reentrant=False).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    print("checkpointed forwards", forwards[0])
+    g = torch.func.grad(lambda x: (x.sin() * x).sum())(torch.ones(3))
+    print("func.grad", [round(v, 4) for v in g.tolist()])
+    b = torch.autograd.backward
+    print("backward", b.__name__, b.__module__, inspect.signature(b), b.__doc__ is not None)
+
+
 def main():
     case = sys.argv[1]
     if case == "state":
@@ -180,6 +212,8 @@ def main():
         os._exit(3)
     elif case == "compile":
         compile_case()
+    elif case == "checkpoint":
+        checkpoint_case()
     elif case == "jax":
         jax_case()
     elif case == "xla":

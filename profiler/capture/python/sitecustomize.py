@@ -407,9 +407,11 @@ class _TorchMemory:
         post hook: the gradients are still there). Read on the first 3 steps and every 50th (they do not change with
         the batch);
       - activations are what autograd saved for backward: before a backward (torch.autograd.backward, which
-        Tensor.backward calls) the graph is walked from its roots and the storages its nodes saved (_saved_*
-        attributes; a custom Function's saved_tensors, as torch.compile's compiled graphs are) are summed, leaves'
-        storages (the parameters) left out. The first 3 backward calls at each batch are walked (about 0.2-0.5 ms
+        Tensor.backward calls) the graph is walked from its roots and the storages its nodes saved (their raw saved
+        variables, _raw_saved_*: a custom Function's _raw_saved_tensors, as torch.compile's compiled graphs save
+        theirs) are summed, leaves' storages (the parameters) left out. A saved variable with an unpack hook
+        (activation checkpointing, offloading) is neither read nor counted: unpacking it would run the forward again
+        or copy it back. The first 3 backward calls at each batch are walked (about 0.2-0.5 ms
         each for a 2-layer Transformer's graph); later steps at that batch take the largest walked;
       - the batch is the step's first compiled call's: the dim 0 most of its arguments share (0: none, or no
         compiled call);
@@ -477,35 +479,37 @@ class _TorchMemory:
             visited.append(node)  # kept while walking: an id is not reused
             kind = type(node)
             names = self.names.get(kind)
-            if names is None:
-                names = self.names[kind] = tuple(a for a in dir(node) if a.startswith("_saved_"))
+            if names is None:  # the raw saved variables (a custom Function's: _raw_saved_tensors)
+                names = self.names[kind] = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
             values = []
             for name in names:
                 try:
-                    values.append(getattr(node, name))
-                except Exception:  # freed, or not a tensor it can give
-                    pass
-            if hasattr(node, "saved_tensors"):
-                try:
-                    values.extend(node.saved_tensors)
-                except Exception:
-                    pass
+                    raw = getattr(node, name)
+                except Exception:  # freed
+                    continue
+                for r in raw if isinstance(raw, (list, tuple)) else (raw,):
+                    try:
+                        # One with an unpack hook (activation checkpointing, offloading) is not read: unpacking it
+                        # would run the hook (recompute the forward, copy back); it is not counted.
+                        if r.unpack_hook is None:
+                            values.append(r.data)
+                    except Exception:
+                        pass
             leaf = getattr(node, "variable", None)  # AccumulateGrad: a leaf tensor (a parameter)
             if isinstance(leaf, torch.Tensor):
                 values.append(leaf)
-            for v in values:
-                for t in v if isinstance(v, (list, tuple)) else (v,):
-                    if not isinstance(t, torch.Tensor):
-                        continue
-                    try:
-                        st = t.untyped_storage()
-                        key = (st.device.type, st.device.index, st.data_ptr())
-                        if t is leaf:
-                            leaves.add(key)
-                        else:
-                            storages[key] = st.nbytes()
-                    except Exception:
-                        pass
+            for t in values:
+                if not isinstance(t, torch.Tensor):
+                    continue
+                try:
+                    st = t.untyped_storage()
+                    key = (st.device.type, st.device.index, st.data_ptr())
+                    if t is leaf:
+                        leaves.add(key)
+                    else:
+                        storages[key] = st.nbytes()
+                except Exception:
+                    pass
             for nxt, _ in getattr(node, "next_functions", ()):
                 if nxt is not None:
                     stack.append(nxt)
