@@ -136,6 +136,7 @@ std::string memory_from(const analysis::Summary& s) {
     return ", from torch's tensors at the largest step: parameters, gradients and optimizer state plus the activations autograd saved for "
            "backward (temporaries not counted)";
   if (s.memory_source == "torch_cuda_allocator") return ", from torch.cuda's allocator: the largest step's peak allocated bytes";
+  if (s.memory_source == "xla_memory_info") return ", from PyTorch/XLA's xm.get_memory_info() after each sync (the peak in use where given)";
   return "";
 }
 std::string secs(double s) { return analysis::format_seconds(s); }

@@ -132,6 +132,38 @@ TEST(XlaLogImport, LoaderBucketsFindingsMatchTheTruth) {
   tc::import::import_testing::expect_bucket_truth(*rep);  // 11 steps, not the loader's 13 syncs
 }
 
+// The device's memory after each sync (the hook's xm.get_memory_info() fields, an accelerator's): a
+// memory.live_bytes sample at the sync's end (the peak where given, else the bytes in use), the largest limit a
+// memory.capacity_bytes sample, and the summary says where its peak came from. A count out of range, or the bytes
+// in use without the limit, is a malformed record.
+TEST(XlaLogImport, MemoryAfterEachSync) {
+  Scratch s;
+  fs::create_directories(s.dir / "mem");
+  std::ofstream(s.dir / "mem" / "xla-7.log")
+      << "{\"k\":\"start\",\"ts\":1000,\"pid\":7}\n"
+      << "{\"k\":\"sync\",\"ts\":2000,\"end\":2500,\"file\":\"x.py\",\"line\":9,\"compiles\":1,\"compile_ns\":100,\"mem_used\":4096,\"mem_limit\":65536}\n"
+      << "{\"k\":\"sync\",\"ts\":3000,\"end\":3500,\"file\":\"x.py\",\"line\":9,\"compiles\":0,\"compile_ns\":0,\"mem_used\":4096,\"mem_limit\":65536,\"mem_peak\":9000}\n"
+      << "{\"k\":\"sync\",\"ts\":4000,\"end\":4500,\"file\":\"x.py\",\"line\":9,\"compiles\":0,\"compile_ns\":0,\"mem_used\":4096}\n"  // no limit: malformed
+      << "{\"k\":\"sync\",\"ts\":5000,\"end\":5500,\"file\":\"x.py\",\"line\":9,\"compiles\":0,\"compile_ns\":0,\"mem_used\":-1,\"mem_limit\":65536}\n"  // malformed
+      << "{\"k\":\"sync\",\"ts\":6000,\"end\":6500,\"file\":\"x.py\",\"line\":9,\"compiles\":0,\"compile_ns\":0}\n";
+  tc::import::ImportSummary sum;
+  const std::string path = import(s, (s.dir / "mem").string(), "mem", &sum);
+  EXPECT_EQ(sum.malformed, 2);
+  EXPECT_EQ(sum.steps, 3);
+  tc::import::import_testing::Tables tables(path);
+  tables.dump("counters: name, whose, ts, value", "SELECT l.name, l.function, c.ts, c.value FROM counters c JOIN locations l ON l.id = c.loc_id "
+              "ORDER BY l.name, c.ts");
+  EXPECT_EQ(tables.text(), "== counters: name, whose, ts, value\nmemory.capacity_bytes | torch_xla | 2500 | 65536.0\n"
+                           "memory.live_bytes | torch_xla | 2500 | 4096.0\nmemory.live_bytes | torch_xla | 3500 | 9000.0\n");
+  auto reader = tc::store::Reader::open(path);
+  ASSERT_TRUE(reader.ok());
+  auto rep = tc::analysis::analyze(*reader);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->summary.memory_source, "xla_memory_info");
+  EXPECT_EQ(rep->summary.peak_bytes, 9000);
+  EXPECT_EQ(rep->summary.capacity_bytes, 65536);
+}
+
 // A missing directory writes nothing; garbage of every sort is counted, never fatal.
 TEST(XlaLogImport, BadInputIsCountedNeverFatal) {
   Scratch s;

@@ -1003,6 +1003,9 @@ Status headroom(const store::Reader& r, Report& report, const Options& options, 
   } else if (s.memory_source == "torch_tensors" || s.memory_source == "torch_cuda_allocator") {
     f.suggestion = "No batch size is suggested: tc's hook takes a torch step's batch from its first call of what torch.compile returned "
                    "(the dim 0 most of its arguments share), and no step had one (docs/frameworks.md#memory).";
+  } else if (s.memory_source == "xla_memory_info") {
+    f.suggestion = "No batch size is suggested: PyTorch/XLA's memory info says what the device holds, not what grows with the batch "
+                   "(docs/frameworks.md#pytorchxla).";
   } else if (s.memory_source == "xla_memory_analysis") {
     f.suggestion = "No batch size is suggested: the step was not compiled at a second batch size to size it (the hook's probes at the end "
                    "of the run: TC_MEMORY_PROBE_S, and the jax import's note), or no batch argument was found (docs/frameworks.md#memory).";

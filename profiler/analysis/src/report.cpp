@@ -95,10 +95,11 @@ Status read_summary(const store::Reader& r, Summary& s) {
   // A torch run's counter is its steps' tensors by role, or torch.cuda's allocator peaks (the hook's, imported).
   if (s.memory_source == "counter") {
     auto torch = r.scalar_i64(
-        "SELECT coalesce(max(CASE l.function WHEN 'torch.cuda' THEN 2 WHEN 'torch' THEN 1 END), 0) FROM counters c JOIN locations l ON "
+        "SELECT coalesce(max(CASE l.function WHEN 'torch_xla' THEN 3 WHEN 'torch.cuda' THEN 2 WHEN 'torch' THEN 1 END), 0) FROM counters c JOIN locations l ON "
         "l.id = c.loc_id WHERE l.name = 'memory.live_bytes' AND l.file = ''");
     if (torch.ok() && *torch == 2) s.memory_source = "torch_cuda_allocator";
     if (torch.ok() && *torch == 1) s.memory_source = "torch_tensors";
+    if (torch.ok() && *torch == 3) s.memory_source = "xla_memory_info";
   }
   for (int c : {8, 9, 10}) {
     if (!q.is_null(c)) s.capacity_bytes = std::max(s.capacity_bytes, q.i64(c));

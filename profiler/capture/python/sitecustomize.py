@@ -1234,9 +1234,10 @@ def _xla_scalar_reads(torch, local, log, now, since_last, skip):
 
 def _register_xla(torch_xla):
     """Writes DIR/xla-PID.log (DIR = TC_XLA_LOG_DIR): each torch_xla.sync() (xm.mark_step()) as a step with the
-    shapes of the graph inputs it cut, each forced evaluation of an XLA tensor by the program's own code, and with
-    each the compilations, cache hits and executions PyTorch/XLA's metrics counted since the last record. Nothing
-    of torch.Tensor is replaced: CPU tensors run as they would."""
+    shapes of the graph inputs it cut, the device's memory after it where the runtime reports it (an accelerator's:
+    xm.get_memory_info()), each forced evaluation of an XLA tensor by the program's own code, and with each the
+    compilations, cache hits and executions PyTorch/XLA's metrics counted since the last record. Nothing of
+    torch.Tensor is replaced: CPU tensors run as they would."""
     directory = os.environ.get("TC_XLA_LOG_DIR")
     if not directory:
         return
@@ -1302,6 +1303,30 @@ def _register_xla(torch_xla):
     # the graph inputs it cuts: read before the sync, when results are still pending. One record per sync.
     original_sync = torch_xla.sync
 
+    memory_unavailable = []  # not empty once the runtime said it has no memory info (PJRT on the CPU)
+
+    def memory_info():
+        """{"mem_used", "mem_limit"[, "mem_peak"]} of the default device (xm.get_memory_info()), {} where the runtime
+        has none: on the CPU, PJRT raises UNIMPLEMENTED (torch-xla 2.9), and it is not asked again. Not verified on
+        an accelerator."""
+        if memory_unavailable:
+            return {}
+        try:
+            import torch_xla.core.xla_model as xm
+
+            info = xm.get_memory_info(torch_xla.device())
+            used = info.get("bytes_used")
+            limit = info.get("bytes_limit")
+            if used is None and "kb_total" in info:  # the older form
+                used, limit = (info["kb_total"] - info["kb_free"]) * 1024, info["kb_total"] * 1024
+            out = {"mem_used": int(used), "mem_limit": int(limit)}
+            if info.get("peak_bytes_used") is not None:
+                out["mem_peak"] = int(info["peak_bytes_used"])
+            return out
+        except Exception:
+            memory_unavailable.append(True)
+            return {}
+
     def sync(*args, **kwargs):
         if getattr(local, "busy", False):
             return original_sync(*args, **kwargs)
@@ -1315,7 +1340,7 @@ def _register_xla(torch_xla):
             local.busy = False
             extra = dict(inputs=inputs) if inputs else {}
             log.record(k="sync", ts=t0, end=now(), file=frame.f_code.co_filename if frame else "",
-                       line=frame.f_lineno if frame else 0, **since_last(), **extra)
+                       line=frame.f_lineno if frame else 0, **since_last(), **memory_info(), **extra)
 
     try:
         functools.update_wrapper(sync, original_sync)

@@ -51,6 +51,9 @@ struct Event {
   // and after the last): then it is not a step.
   Shapes inputs;
   bool empty = false;
+  // A sync: the device's memory after it, where the runtime reported it
+  // (xm.get_memory_info(): an accelerator's); -1 where not.
+  int64_t mem_used = -1, mem_limit = -1, mem_peak = -1;
 };
 
 struct Process {
@@ -228,6 +231,16 @@ class XlaImporter : public import_common::Importer {
       e.empty = cached->i == 0 && e.compiles == 0;
     }
     if (const json::Value* inputs = v.get("inputs"); inputs && !import_common::read_shapes(*inputs, e.inputs)) return false;
+    // The device's memory (bytes in 0..2^56): in use and the limit together, the peak with them.
+    auto bytes = [&](const char* key, int64_t& out) {
+      const json::Value* x = v.get(key);
+      if (x == nullptr) return true;
+      if (x->type != json::Value::kNumber || !x->integral || x->i < 0 || x->i > (int64_t{1} << 56)) return false;
+      out = x->i;
+      return true;
+    };
+    if (!bytes("mem_used", e.mem_used) || !bytes("mem_limit", e.mem_limit) || !bytes("mem_peak", e.mem_peak)) return false;
+    if ((e.mem_used >= 0) != (e.mem_limit >= 0) || (e.mem_peak >= 0 && e.mem_used < 0)) return false;
     return true;
   }
 
@@ -269,6 +282,7 @@ class XlaImporter : public import_common::Importer {
       from = e.end;
       ++s_.steps;
     }
+    TC_RETURN_IF_ERROR(write_memory(p, g.utid));
     s_.step_function = "torch_xla.sync";
     g.next_graph = std::max<int64_t>(t_.first_graph_id, s_.last_graph_id + 1);
     size_t next_sync = 0;  // the sync that ends this step: its graph inputs are the step's
@@ -301,6 +315,31 @@ class XlaImporter : public import_common::Importer {
       }
     }
     return Status::Ok();
+  }
+
+  // Each sync's device memory a memory.live_bytes sample at its end (its peak
+  // where given, else the bytes in use; location function 'torch_xla'), the
+  // largest limit one memory.capacity_bytes sample.
+  Status write_memory(const Process& p, int64_t utid) {
+    int64_t limit = -1, first = 0;
+    for (const Event& e : p.events) {
+      if (e.kind != Event::kSync || e.mem_used < 0) continue;
+      if (limit < 0) first = e.end;
+      limit = std::max(limit, e.mem_limit);
+      TC_RETURN_IF_ERROR(sample(utid, e.end, "memory.live_bytes", live_loc_, e.mem_peak >= 0 ? e.mem_peak : e.mem_used));
+    }
+    if (limit > 0) TC_RETURN_IF_ERROR(sample(utid, first, "memory.capacity_bytes", capacity_loc_, limit));
+    return Status::Ok();
+  }
+
+  Status sample(int64_t utid, int64_t ts, const char* name, uint32_t& loc, int64_t value) {
+    if (!room(store::schema::counters)) return Status::Ok();
+    if (loc == 0) {
+      auto l = location(name, "", "torch_xla", 0);
+      if (!l.ok()) return l.status();
+      loc = *l;
+    }
+    return t_.writer->row(store::schema::counters).null().i64(utid).i64(ts).i64(loc).f64(static_cast<double>(value)).insert();
   }
 
   // The graph inputs of the step that the first sync from `next_sync` on ends
@@ -376,6 +415,7 @@ class XlaImporter : public import_common::Importer {
   std::vector<Process> processes_;
   std::vector<Analysis> analyses_;
   size_t next_analysis_ = 0;
+  uint32_t live_loc_ = 0, capacity_loc_ = 0;  // the memory counters' locations, once made
   size_t kept_syncs_ = 0, kept_evals_ = 0, kept_inputs_ = 0;  // events held for write_rows(), all files
 };
 

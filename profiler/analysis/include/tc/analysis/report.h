@@ -80,7 +80,9 @@ struct Summary {
   // memory_analysis() of each compiled executable), "torch_tensors" (a torch
   // run on the CPU: its steps' parameters, gradients, optimizer state and
   // saved activations), "torch_cuda_allocator" (a torch run on a GPU:
-  // torch.cuda's peak allocated bytes per step), "" (no memory data).
+  // torch.cuda's peak allocated bytes per step), "xla_memory_info" (a
+  // PyTorch/XLA run on an accelerator: xm.get_memory_info() after each
+  // sync), "" (no memory data).
   std::string memory_source;
   // A framework run without memory numbers: why, in one phrase (the text
   // summary's memory line; docs/frameworks.md#memory). "" otherwise.
