@@ -919,7 +919,9 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
     return "scale lr " + format_double("%.3g", lr) + " to " + format_double("%.3g", lr * k) + " (linear) or " +
            format_double("%.3g", lr * std::sqrt(k)) + " (sqrt)";
   }
-  return "scale the learning rate by " + format_double("%.2f", k) + " (linear) or " + format_double("%.2f", std::sqrt(k)) + " (sqrt)";
+  // Two decimals, or three significant digits for a large cut (0.0447, not 0.00).
+  auto factor = [](double x) { return format_double(x >= 0.1 ? "%.2f" : "%.3g", x); };
+  return "scale the learning rate by " + factor(k) + " (linear) or " + factor(std::sqrt(k)) + " (sqrt)";
 }
 
 Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m);
