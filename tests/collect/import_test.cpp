@@ -372,8 +372,8 @@ TEST(TorchTraceImport, TheHooksMemoryRecords) {
       << R"({"k":"step","end":6000,"call":5500})" "\n"  // after a lost record: its memory is unknown
       << R"({"k":"step","end":7000,"call":6500,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cap_src":"ram","cuda":[900,1000]}})" "\n"
       << R"({"k":"step","end":8000,"mem":{"param":100,"grad":100,"opt":200,"act":0,"batch":0,"cap":4096,"cuda":[900]}})" "\n"  // malformed
-      << R"({"k":"oom","ts":7500,"requested":5000,"batch":32,"where":"forward","mem":{"param":100,"grad":100,"opt":200,"act":80,"batch":8,"cap":4096}})" "\n"
-      << R"({"k":"oom","ts":7600,"requested":-5,"batch":32,"where":"backward"})" "\n";  // malformed
+      << R"({"k":"oom","ts":7500,"requested":5000,"batch":32,"mem":{"param":100,"grad":100,"opt":200,"act":80,"batch":8,"cap":4096}})" "\n"
+      << R"({"k":"oom","ts":7600,"requested":-5,"batch":32})" "\n";  // malformed
   const std::string path = (s.dir / "mem.tcdb").string();
   {
     auto w = tc::store::Writer::create(path);

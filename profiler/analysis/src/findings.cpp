@@ -871,10 +871,13 @@ BatchModel framework_model(const store::Reader& r) {
   return m;
 }
 
+// Whether the summary's memory came from tc's torch hook (its tensors, or torch.cuda's allocator).
+bool torch_memory(const Summary& s) { return s.memory_source == "torch_tensors" || s.memory_source == "torch_cuda_allocator"; }
+
 // From the memory plan of the biggest compiled graph with a batch dimension
 // (a torch run's: its largest step's tensors, the activations per sample);
 // else a framework run's model.
-BatchModel batch_model(const store::Reader& r, const std::string& source) {
+BatchModel batch_model(const store::Reader& r, const Summary& s) {
   BatchModel m;
   auto q = r.query(
       "SELECT batch_size, peak_bytes, batch_bytes FROM memory_plans WHERE batch_size > 0 AND batch_bytes > 0 ORDER BY peak_bytes DESC LIMIT 1");
@@ -885,8 +888,8 @@ BatchModel batch_model(const store::Reader& r, const std::string& source) {
     m.batch_bytes = q.i64(2);
     m.fixed = m.peak - m.batch_bytes;
     m.per_sample = static_cast<double>(m.batch_bytes) / static_cast<double>(m.batch_size);
-    if (source == "torch_tensors" || source == "torch_cuda_allocator")
-      m.method = std::string(source == "torch_tensors" ? "torch's tensors" : "torch.cuda's peak allocated bytes") + " at batch " +
+    if (torch_memory(s))
+      m.method = std::string(s.memory_source == "torch_tensors" ? "torch's tensors" : "torch.cuda's peak allocated bytes") + " at batch " +
                  std::to_string(m.batch_size) + " (ran): parameters, gradients and optimizer state fixed, the activations autograd saved for "
                  "backward per sample";
     return m;
@@ -927,7 +930,8 @@ std::string lr_advice(const store::Reader& r, int64_t from, int64_t to) {
 Status headroom(const store::Reader& r, Report& report, const Options& options, BatchModel& m);
 
 Status memory(const store::Reader& r, Report& report, const Options& options) {
-  BatchModel m = batch_model(r, report.summary.memory_source);
+  BatchModel m = batch_model(r, report.summary);
+  const bool torch = torch_memory(report.summary);
   // memory.oom
   auto q = r.query(
       "SELECT ts, requested_bytes, live_bytes, capacity_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes, activation_bytes, "
@@ -939,7 +943,6 @@ Status memory(const store::Reader& r, Report& report, const Options& options) {
     const int64_t capacity = options.capacity_bytes > 0 ? options.capacity_bytes : q.i64(3);
     int64_t failing_batch = q.is_null(10) ? 0 : q.i64(10);
     int64_t fits = largest_batch(m, capacity, options.memory_safety_margin);
-    const bool torch = report.summary.memory_source == "torch_tensors" || report.summary.memory_source == "torch_cuda_allocator";
     Finding f;
     f.kind = "memory.oom";
     f.identity = "batch " + std::to_string(failing_batch) + " fits " + std::to_string(fits);
@@ -1002,7 +1005,7 @@ Status headroom(const store::Reader& r, Report& report, const Options& options, 
                    (m.method.empty() ? "" : ", from " + m.method) + ") and " + lr_advice(r, m.batch_size, suggest) + ".";
   } else if (m.known) {
     f.suggestion = "The batch of " + std::to_string(m.batch_size) + " already uses what fits with " + margin + "% headroom.";
-  } else if (s.memory_source == "torch_tensors" || s.memory_source == "torch_cuda_allocator") {
+  } else if (torch_memory(s)) {
     f.suggestion = "No batch size is suggested: tc's hook takes a torch step's batch from its first call of what torch.compile returned "
                    "(the dim 0 most of its arguments share), and no step had one (docs/frameworks.md#memory).";
   } else if (s.memory_source == "xla_memory_info") {

@@ -92,14 +92,15 @@ Status read_summary(const store::Reader& r, Summary& s) {
     auto jax = r.scalar_i64("SELECT EXISTS (SELECT 1 FROM memory_plans m JOIN compilations c ON c.graph_id = m.graph_id WHERE c.framework = 'jax')");
     if (jax.ok() && *jax) s.memory_source = "xla_memory_analysis";
   }
-  // A torch run's counter is its steps' tensors by role, or torch.cuda's allocator peaks (the hook's, imported).
+  // A framework's counter says whose count it is in its location's function (the importers' write_counter; a
+  // location is made with its first sample): torch's tensors, torch.cuda's allocator, PyTorch/XLA's memory info.
   if (s.memory_source == "counter") {
-    auto torch = r.scalar_i64(
-        "SELECT coalesce(max(CASE l.function WHEN 'torch_xla' THEN 3 WHEN 'torch.cuda' THEN 2 WHEN 'torch' THEN 1 END), 0) FROM counters c JOIN locations l ON "
-        "l.id = c.loc_id WHERE l.name = 'memory.live_bytes' AND l.file = ''");
-    if (torch.ok() && *torch == 2) s.memory_source = "torch_cuda_allocator";
-    if (torch.ok() && *torch == 1) s.memory_source = "torch_tensors";
-    if (torch.ok() && *torch == 3) s.memory_source = "xla_memory_info";
+    auto q = r.query("SELECT function FROM locations WHERE name = 'memory.live_bytes' AND file = '' AND function IN ('torch', 'torch.cuda', "
+                     "'torch_xla') ORDER BY id LIMIT 1");
+    if (q.next()) {
+      const std::string_view whose = q.text(0);
+      s.memory_source = whose == "torch" ? "torch_tensors" : whose == "torch.cuda" ? "torch_cuda_allocator" : "xla_memory_info";
+    }
   }
   for (int c : {8, 9, 10}) {
     if (!q.is_null(c)) s.capacity_bytes = std::max(s.capacity_bytes, q.i64(c));

@@ -276,14 +276,14 @@ def _register_torch_compile(torch):
     # and the memory written last
     memory = _TorchMemory(torch)
 
-    def out_of_memory(e, where):
+    def out_of_memory(e):
         """A "oom" record when `e` is torch's out-of-memory error (at most 16: a program may catch them and retry)."""
         try:
             requested = _oom_bytes(torch, e)
             if requested is None or memory.ooms >= 16:
                 return
             memory.ooms += 1
-            fields = {"ts": now(), "requested": requested, "batch": memory.batch, "where": where}
+            fields = {"ts": now(), "requested": requested, "batch": memory.batch}
             if memory.last is not None:
                 fields["mem"] = memory.last
             log.record(k="oom", **fields)
@@ -295,7 +295,7 @@ def _register_torch_compile(torch):
         step["call"] = None
         fields = {}
         try:
-            mem = memory.step_ended(_batch_of(shapes) if call is not None else 0)
+            mem = memory.step_ended(memory.batch if call is not None else 0)  # the batch its compiled call set
         except Exception:
             mem = None
         if mem is not None and mem != step["mem"]:
@@ -326,7 +326,7 @@ def _register_torch_compile(torch):
             try:
                 return fn(*args, **kwargs)
             except Exception as e:
-                out_of_memory(e, "forward")
+                out_of_memory(e)
                 raise
 
         if hasattr(fn, "__wrapped__"):  # what torch's own wrapper unwraps to: the program's function
@@ -361,7 +361,7 @@ def _register_torch_compile(torch):
             try:
                 return backward(tensors, *args, **kwargs)
             except Exception as e:
-                out_of_memory(e, "backward")
+                out_of_memory(e)
                 raise
 
         torch.autograd.backward = backward_walked
@@ -397,6 +397,18 @@ def _batch_of(shapes):
         if n > counts.get(best, 0):
             best = b
     return best
+
+
+def _storage(torch, t):
+    """(key, bytes) of tensor t's storage, the key (device type, device index, address) the same for every view of
+    it; (None, 0) for what is not a tensor with a storage it can give."""
+    if not isinstance(t, torch.Tensor):
+        return None, 0
+    try:
+        st = t.untyped_storage()
+        return (st.device.type, st.device.index, st.data_ptr()), st.nbytes()
+    except Exception:
+        return None, 0
 
 
 class _TorchMemory:
@@ -499,17 +511,13 @@ class _TorchMemory:
             if isinstance(leaf, torch.Tensor):
                 values.append(leaf)
             for t in values:
-                if not isinstance(t, torch.Tensor):
+                key, nbytes = _storage(torch, t)
+                if key is None:
                     continue
-                try:
-                    st = t.untyped_storage()
-                    key = (st.device.type, st.device.index, st.data_ptr())
-                    if t is leaf:
-                        leaves.add(key)
-                    else:
-                        storages[key] = st.nbytes()
-                except Exception:
-                    pass
+                if t is leaf:
+                    leaves.add(key)
+                else:
+                    storages[key] = nbytes
             for nxt, _ in getattr(node, "next_functions", ()):
                 if nxt is not None:
                     stack.append(nxt)
@@ -523,15 +531,12 @@ class _TorchMemory:
 
         def add(role, t):
             nonlocal device
-            if not isinstance(t, torch.Tensor):
-                return
-            st = t.untyped_storage()
-            key = (st.device.type, st.device.index, st.data_ptr())
-            if key not in seen:
+            key, nbytes = _storage(torch, t)
+            if key is not None and key not in seen:
                 seen.add(key)
-                sums[role] += st.nbytes()
-                if device is None and st.device.type == "cuda":
-                    device = st.device
+                sums[role] += nbytes
+                if device is None and key[0] == "cuda":
+                    device = t.device
         for optimizers in _TORCH_OPTIMIZERS:
             for opt in list(optimizers):
                 for group in opt.param_groups:

@@ -353,6 +353,13 @@ Status Importer::write_step_input(int64_t utid, int64_t step, const std::string&
   return Status::Ok();
 }
 
+Status Importer::write_counter(int64_t utid, int64_t ts, const std::string& name, const std::string& whose, double value) {
+  if (!room(store::schema::counters)) return Status::Ok();
+  auto loc = location(name, "", whose, 0);
+  if (!loc.ok()) return loc.status();
+  return t_.writer->row(store::schema::counters).null().i64(utid).i64(ts).i64(*loc).f64(value).insert();
+}
+
 int64_t Importer::utid(uint32_t pid) {
   auto it = utids_.find(pid);
   if (it != utids_.end()) return it->second;

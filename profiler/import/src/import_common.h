@@ -213,6 +213,12 @@ class Importer {
   // `step`; as many as the cap leaves room for.
   Status write_step_input(int64_t utid, int64_t step, const std::string& input, const std::vector<int64_t>& shape);
 
+  // A counters row: counter `name`'s sample at ts (memory.live_bytes,
+  // memory.capacity_bytes), its location's function saying whose count it is
+  // ('jax', 'torch', 'torch.cuda', 'torch_xla': tc-analyze's memory source);
+  // nothing when over the cap.
+  Status write_counter(int64_t utid, int64_t ts, const std::string& name, const std::string& whose, double value);
+
   ImportTarget& t_;
   const ImportLimits& limits_;
   ImportSummary s_;

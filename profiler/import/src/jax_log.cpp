@@ -477,14 +477,7 @@ class JaxImporter : public import_common::Importer {
         const int64_t to = i + 1 < steps.size() ? steps[i + 1]->ts : std::max(steps[i]->end, p.last_ts);
         if (!room(store::schema::steps)) continue;
         TC_RETURN_IF_ERROR(t_.writer->row(store::schema::steps).null().i64(u).i64(from).i64(to - from).i64(static_cast<int64_t>(i)).i64(0).text("jax").insert());
-        if (peaks[i] > 0 && room(store::schema::counters)) {
-          if (live_loc_ == 0) {
-            auto loc = location("memory.live_bytes", "", "jax", 0);
-            if (!loc.ok()) return loc.status();
-            live_loc_ = *loc;
-          }
-          TC_RETURN_IF_ERROR(t_.writer->row(store::schema::counters).null().i64(u).i64(from).i64(live_loc_).f64(static_cast<double>(peaks[i])).insert());
-        }
+        if (peaks[i] > 0) TC_RETURN_IF_ERROR(write_counter(u, from, "memory.live_bytes", "jax", static_cast<double>(peaks[i])));
         ends.push_back(to);
         ++s_.steps;
       }
@@ -599,7 +592,6 @@ class JaxImporter : public import_common::Importer {
 
   std::vector<Process> processes_;
   size_t kept_mems_ = 0;
-  uint32_t live_loc_ = 0;  // the location of the memory.live_bytes counter, once made
   size_t kept_calls_ = 0, kept_evals_ = 0, kept_compilations_ = 0, kept_inputs_ = 0;  // held for write_rows(), all files
 };
 

@@ -727,7 +727,9 @@ class TorchImporter : public import_common::Importer {
           ++s_.steps;
         }
         if (mem != nullptr) {
-          TC_RETURN_IF_ERROR(write_step_memory(u, from, *mem));
+          // At the step's start (the memory lane, the summary's peak), whose: the tensors' count or the allocator's peak.
+          TC_RETURN_IF_ERROR(write_counter(u, from, "memory.live_bytes", mem->cuda_allocated >= 0 ? "torch.cuda" : "torch",
+                                           static_cast<double>(mem->peak())));
           auto [it, fresh] = largest.try_emplace(mem->batch, mem);
           if (!fresh && mem->peak() > it->second->peak()) it->second = mem;
         }
@@ -758,20 +760,6 @@ class TorchImporter : public import_common::Importer {
       }
     }
     return Status::Ok();
-  }
-
-  // A step's memory a memory.live_bytes counter sample at its start (the
-  // viewer's memory lane, the summary's peak); its location says whose count
-  // it is: 'torch' (the tensors) or 'torch.cuda' (the allocator's peak).
-  Status write_step_memory(int64_t u, int64_t ts, const HookMemory& m) {
-    if (!room(store::schema::counters)) return Status::Ok();
-    uint32_t& loc = m.cuda_allocated >= 0 ? cuda_loc_ : tensors_loc_;
-    if (loc == 0) {
-      auto l = location("memory.live_bytes", "", m.cuda_allocated >= 0 ? "torch.cuda" : "torch", 0);
-      if (!l.ok()) return l.status();
-      loc = *l;
-    }
-    return t_.writer->row(store::schema::counters).null().i64(u).i64(ts).i64(loc).f64(static_cast<double>(m.peak())).insert();
   }
 
   Status write_rows() override {
@@ -870,7 +858,6 @@ class TorchImporter : public import_common::Importer {
   std::set<std::pair<uint32_t, std::string>> backward_keys_;  // (pid, compile id) of the backward compilations kept
   size_t kept_inputs_ = 0;  // compilation_inputs held: mismatches and automatic_dynamic changes
   bool hook_file_ = false;  // parse() is reading a log of the hook
-  uint32_t tensors_loc_ = 0, cuda_loc_ = 0;  // memory.live_bytes locations, once made
   std::vector<HookProcess> hooks_;
   size_t kept_steps_ = 0;  // the hook's step records held
   std::map<uint32_t, std::vector<int64_t>> hook_ends_;  // pid -> its steps' ends, for a process the collector has none of

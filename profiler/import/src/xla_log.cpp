@@ -326,20 +326,11 @@ class XlaImporter : public import_common::Importer {
       if (e.kind != Event::kSync || e.mem_used < 0) continue;
       if (limit < 0) first = e.end;
       limit = std::max(limit, e.mem_limit);
-      TC_RETURN_IF_ERROR(sample(utid, e.end, "memory.live_bytes", live_loc_, e.mem_peak >= 0 ? e.mem_peak : e.mem_used));
+      TC_RETURN_IF_ERROR(
+          write_counter(utid, e.end, "memory.live_bytes", "torch_xla", static_cast<double>(e.mem_peak >= 0 ? e.mem_peak : e.mem_used)));
     }
-    if (limit > 0) TC_RETURN_IF_ERROR(sample(utid, first, "memory.capacity_bytes", capacity_loc_, limit));
+    if (limit > 0) TC_RETURN_IF_ERROR(write_counter(utid, first, "memory.capacity_bytes", "torch_xla", static_cast<double>(limit)));
     return Status::Ok();
-  }
-
-  Status sample(int64_t utid, int64_t ts, const char* name, uint32_t& loc, int64_t value) {
-    if (!room(store::schema::counters)) return Status::Ok();
-    if (loc == 0) {
-      auto l = location(name, "", "torch_xla", 0);
-      if (!l.ok()) return l.status();
-      loc = *l;
-    }
-    return t_.writer->row(store::schema::counters).null().i64(utid).i64(ts).i64(loc).f64(static_cast<double>(value)).insert();
   }
 
   // The graph inputs of the step that the first sync from `next_sync` on ends
@@ -415,7 +406,6 @@ class XlaImporter : public import_common::Importer {
   std::vector<Process> processes_;
   std::vector<Analysis> analyses_;
   size_t next_analysis_ = 0;
-  uint32_t live_loc_ = 0, capacity_loc_ = 0;  // the memory counters' locations, once made
   size_t kept_syncs_ = 0, kept_evals_ = 0, kept_inputs_ = 0;  // events held for write_rows(), all files
 };
 
