@@ -1,7 +1,7 @@
 // tc-bench-gemm: GFLOP/s of tc's matrix-product kernels (compiler/src/backend/cpu/gemm.h)
 // against the BLAS tc links (cblas_sgemm), on the products of the benchmarked
-// training steps, on one thread and split over the pool by columns as
-// generated code splits them. Each cell is the median of --rounds timed
+// training steps, on one thread and split over the pool (by columns or
+// rows) as generated code splits them. Each cell is the median of --rounds timed
 // batches; the kernels alternate within a round. OPENBLAS_CORETYPE picks
 // OpenBLAS's kernel for the blas column (OpenBLAS reads it when it loads).
 #include <CLI/CLI.hpp>
@@ -37,6 +37,8 @@ const Shape kShapes[] = {
     {"Transformer FF2 forward", false, false, 1024, 128, 512},
     {"Transformer FF2 input grad", false, true, 1024, 512, 128},
     {"Transformer FF1 weight grad", true, false, 128, 512, 1024},
+    {"Transformer FF2 weight grad", true, false, 512, 128, 1024},
+    {"Transformer QKV weight grad", true, false, 128, 384, 1024},
     {"attention scores (one head)", false, true, 64, 64, 32},
     {"attention values (one head)", false, false, 64, 32, 64},
     {"square 384", false, false, 384, 384, 384},
@@ -51,7 +53,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"GFLOP/s of tc's matrix-product kernels against the BLAS tc links, on the products of the benchmarked "
-               "training steps: one thread, and split over tc's pool by columns. Kernels this CPU lacks are left out."};
+               "training steps: one thread, and split over tc's pool by columns or rows, as generated code splits them. Kernels this CPU lacks are left out."};
   int rounds = 7;
   double batch_ms = 20;
   app.add_option("--rounds", rounds, "Timed batches per cell (the median is shown)")->check(CLI::PositiveNumber)->capture_default_str();
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
   cpu::SingleThreadedBlas one;  // the pool splits; BLAS runs on one thread, as in a compiled graph
 
   std::printf("on %s\n", cpu::machine_line().c_str());
-  std::printf("GFLOP/s, median of %d batches of %.0f ms; threads: 1, then %d (tc's pool, columns split as generated code does)\n",
+  std::printf("GFLOP/s, median of %d batches of %.0f ms; threads: 1, then %d (tc's pool, split as generated code splits)\n",
               rounds, batch_ms, cpu::pool_threads());
   std::printf("%-30s %5s %5s %5s %2s", "product", "m", "n", "k", "t");
   for (int threads : {1, cpu::pool_threads()})

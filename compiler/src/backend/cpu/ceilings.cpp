@@ -3,7 +3,8 @@
 // it) and its memory (a streaming copy on every pool thread) go. Measured
 // once per machine key (compiler, flags, CPU), product kernel and pool size
 // in about 0.2 s, best of several alternating trials, and kept in the code
-// cache as ceilings3-<key>-<kernel>-t<threads>.txt. (ceilings2 files were
+// cache as ceilings3-<key>-<kernel>-r<revision>-t<threads>.txt (revision:
+// kGemmRevision, so a faster kernel is measured again). (ceilings2 files were
 // one per kernel whatever the thread count, so a one-thread run's probe was
 // the ceiling of every later run on all cores; they are no longer read.)
 #include <fcntl.h>
@@ -139,7 +140,7 @@ Measured measure_ceilings() {
   try {
     kernel = gemm_kernel();
     // The thread count is part of the name: a probe of a one-thread run is no ceiling for a run on all cores.
-    name = "ceilings3-" + cache::machine_key() + "-" + gemm_kernel_name(kernel) + "-t" + std::to_string(threads) + ".txt";
+    name = "ceilings3-" + cache::machine_key() + "-" + gemm_kernel_name(kernel) + "-r" + std::to_string(kGemmRevision) + "-t" + std::to_string(threads) + ".txt";
     dir = cache::directory();
   } catch (...) {
     dir.clear();  // no usable cache directory: measure every time (the build will say why)

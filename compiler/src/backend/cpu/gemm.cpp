@@ -245,7 +245,8 @@ bool sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t
 bool parallel_sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                        int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (!gemm_kernel_available(kernel)) return false;
-  struct Columns {
+  // As the C++ emitter splits a product (codegen_cpp.cpp, matmul): by 32 columns when n >= m, else by 16 rows.
+  struct Pieces {
     GemmKernel kernel;
     bool ta, tb;
     int64_t m, n, k;
@@ -257,14 +258,23 @@ bool parallel_sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n
     float beta;
     float* c;
     int64_t ldc;
-    static void run_units(void* self, int64_t lo, int64_t hi) {
-      const auto& p = *static_cast<const Columns*>(self);
+    static void columns(void* self, int64_t lo, int64_t hi) {
+      const auto& p = *static_cast<const Pieces*>(self);
       const int64_t j0 = lo * 32, j1 = hi * 32 < p.n ? hi * 32 : p.n;
       run(p.kernel, p.ta, p.tb, p.m, j1 - j0, p.k, p.alpha, p.a, p.lda, p.b + (p.tb ? j0 * p.ldb : j0), p.ldb, p.beta, p.c + j0,
           p.ldc);
     }
-  } columns{kernel, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-  pool_parallel_for((n + 31) / 32, 1, 2, &Columns::run_units, &columns);
+    static void rows(void* self, int64_t lo, int64_t hi) {
+      const auto& p = *static_cast<const Pieces*>(self);
+      const int64_t i0 = lo * 16, i1 = hi * 16 < p.m ? hi * 16 : p.m;
+      run(p.kernel, p.ta, p.tb, i1 - i0, p.n, p.k, p.alpha, p.a + (p.ta ? i0 : i0 * p.lda), p.lda, p.b, p.ldb, p.beta,
+          p.c + i0 * p.ldc, p.ldc);
+    }
+  } pieces{kernel, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  if (n >= m)
+    pool_parallel_for((n + 31) / 32, 1, 2, &Pieces::columns, &pieces);
+  else
+    pool_parallel_for((m + 15) / 16, 1, 2, &Pieces::rows, &pieces);
   return true;
 }
 

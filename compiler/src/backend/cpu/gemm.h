@@ -32,6 +32,12 @@ namespace tc::detail::cpu {
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The kernels' revision, raised whenever a change makes them faster or
+// slower: the roofline probe's cached result names it, so a ceiling measured
+// on an older kernel is measured again (2: B packed with vectors, 2026-12-06;
+// kernels then ran above the cached probe).
+constexpr int kGemmRevision = 2;
+
 // The kernels sgemm can run. blas: cblas_sgemm of the BLAS tc links.
 enum class GemmKernel { blas, avx2, avx512 };
 const char* gemm_kernel_name(GemmKernel k);
@@ -60,9 +66,9 @@ GemmKernel gemm_kernel();
 bool sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// sgemm_on split over the pool by columns in units of 32, as generated code
-// splits a product (the roofline probe and tc-bench-gemm); false when the
-// kernel is not available.
+// sgemm_on split over the pool as generated code splits a product: by
+// columns in units of 32 when n >= m, else by rows in units of 16 (the
+// roofline probe and tc-bench-gemm); false when the kernel is not available.
 bool parallel_sgemm_on(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                        int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
