@@ -51,9 +51,16 @@ std::string cxx() {
 }
 
 // The flags and everything else the built code depends on besides its source.
+// TC_GEMM=avx2 stands for a CPU with AVX2 and FMA but no AVX-512 (gemm.h):
+// the generated code is then built without AVX-512 too, so an AVX-512
+// machine runs the whole AVX2 path, not only its products.
 const std::string& build_flags() {
-  static const std::string flags =
-      "-std=c++17 -O2 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared";
+  static const std::string flags = [] {
+    std::string f = "-std=c++17 -O2 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared";
+    const char* gemm = std::getenv("TC_GEMM");
+    if (gemm && std::string(gemm) == "avx2") f += " -mno-avx512f";
+    return f;
+  }();
   return flags;
 }
 
