@@ -198,13 +198,19 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
         tc_gemm(1, 0, T, Dh, qb, 1.0f, s, T, go, D, beta, dv, ld);
         tc_gemm(0, 1, qb, T, Dh, 1.0f, go, D, v, ld, 0.0f, dp, T);
         for (int64_t i = 0; i < qb; ++i) {
+          // In 8 lanes, so the vectorizer takes it: one chain of adds in order was a tenth of the gradient.
+          float d8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t j = 0;
+          for (; j + 8 <= Dh; j += 8)
+            for (int l = 0; l < 8; ++l) d8[l] += go[i * D + j + l] * oo[i * D + j + l];
           float di = 0;
-          for (int64_t j = 0; j < Dh; ++j) di += go[i * D + j] * oo[i * D + j];
+          for (int l = 0; l < 8; ++l) di += d8[l];
+          for (; j < Dh; ++j) di += go[i * D + j] * oo[i * D + j];
           float* ds = dp + i * T;
           const float* pr = s + i * T;
-          for (int64_t j = 0; j < T; ++j) ds[j] = pr[j] * (ds[j] - di);
+          for (j = 0; j < T; ++j) ds[j] = pr[j] * (ds[j] - di);
           if (mb)
-            for (int64_t j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
+            for (j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
         }
         tc_gemm(0, 0, qb, Dh, T, scale, dp, T, k, ld, 0.0f, dq + i0 * ld, ld);
         tc_gemm(1, 0, T, Dh, qb, scale, dp, T, q + i0 * ld, ld, beta, dk, ld);
