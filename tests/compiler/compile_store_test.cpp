@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -190,6 +193,35 @@ TEST(CompiledStore, TheProductKernelIsChosenByTcGemm) {
   ASSERT_EQ(a.size(), 3u) << own.out;
   ASSERT_EQ(b.size(), 3u) << blas.out;
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << "step " << i;
+}
+
+// TC_GEMM=avx2 stands for an AVX2-only CPU in the whole compiled step, not
+// only in its products: on an AVX-512 machine the generated code is built
+// without AVX-512 (no zmm or mask registers and no ymm16-31 in the built
+// object's disassembly), and the program still trains.
+TEST(CompiledStore, TcGemmAvx2BuildsTheGeneratedCodeWithoutAvx512) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "this CPU has no AVX-512: nothing to leave out";
+  const std::regex avx512(R"(%(zmm[0-9]+|k[0-7]\b|[xy]mm(1[6-9]|2[0-9]|3[01])\b))");
+  auto scan = [&](const std::string& gemm) {
+    TempDir dir;
+    auto r = tc::test::run({bin("tc-test-compile"), "--batches", "8,8"},
+                           {{"TC_GEMM", gemm}, {"TC_CACHE_DIR", dir.file("cache")}, {"TC_EAGER", ""}, {"TC_TIERED", "0"}});
+    EXPECT_EQ(r.code, 0) << r.err;
+    int objects = 0, with_avx512 = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.file("cache"))) {
+      if (e.path().extension() != ".so") continue;
+      ++objects;
+      auto d = tc::test::run({"objdump", "-d", "--no-show-raw-insn", e.path().string()});
+      EXPECT_EQ(d.code, 0) << d.err;
+      with_avx512 += std::regex_search(d.out, avx512);
+    }
+    EXPECT_GT(objects, 0) << "TC_GEMM=" << gemm << ": nothing was built";
+    return with_avx512;
+  };
+  EXPECT_EQ(scan("avx2"), 0);
+  // The default build of the same program, where the compiler chose any AVX-512 register, shows the scan finds them.
+  const int by_default = scan("");
+  std::printf("objects using AVX-512 registers when TC_GEMM is unset: %d\n", by_default);
 }
 
 // While recording, every kernel of every compiled graph is described once
