@@ -350,8 +350,8 @@ const std::vector<Row>& rows() {
       {"self_attention_blocks", {{{1, 70, 12}, tc::f32, -2, 2}, {{1, 70}, tc::b8, 0, 1}},
        [](const Ts& x) { return tc::self_attention(x[0], 2, x[1]); },
        [](const As& a) { return attention_ref(a[0], &a[1], 2); }},
-      // A head of 11: the compiled gradient's row sums run in 8 lanes and a remainder of 3.
-      {"self_attention_wide_heads", {{{2, 5, 66}}}, [](const Ts& x) { return tc::self_attention(x[0], 2); },
+      // 11 keys and heads of 11: the compiled gradient's row sums over the keys run in 8 lanes and a remainder of 3.
+      {"self_attention_wide_heads", {{{2, 11, 66}}}, [](const Ts& x) { return tc::self_attention(x[0], 2); },
        [](const As& a) { return attention_ref(a[0], nullptr, 2); }},
   };
   return r;
