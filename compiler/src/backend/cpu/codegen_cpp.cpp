@@ -100,6 +100,46 @@ extern __attribute__((visibility("hidden"))) const tc_host_api* tc_host_ptr;
 }
 )";
 
+// Sums in 8 lanes, so the vectorizer takes them (it does not reorder one
+// float sum by itself): the layer norm's statistics and the attention
+// gradient's row sums. Only in programs with either.
+constexpr const char* kLanesPreamble = R"(namespace {
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "vect-cost-model=dynamic")
+inline float tc_sum8(const float* a, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += a[j + l];
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += a[j];
+  return s;
+}
+inline float tc_dot8(const float* a, const float* b, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += a[j + l] * b[j + l];
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+inline float tc_dev8(const float* a, float m, int64_t n) {
+  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += (a[j + l] - m) * (a[j + l] - m);
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += s8[l];
+  for (; j < n; ++j) s += (a[j] - m) * (a[j] - m);
+  return s;
+}
+#pragma GCC pop_options
+}  // namespace
+)";
+
 // Only in programs with attention (Kernel::Attention; the same steps as the
 // eager executor's attention_op, compiler/src/executor.cpp), per batch and
 // head, in blocks of 64 queries: scores for the block against every key by
@@ -206,18 +246,11 @@ void tc_attention(const float* qkv, const uint8_t* mask, float* out, const float
           float* ds = dp + i * T;
           const float* pr = s + i * T;
           // The row's d_o . o is its p . dp (o = p v, dp = d_o v^T): summed from the two rows just computed
-          // instead of reading o, whose rows missed the cache (they were a quarter of this routine's own time);
-          // in 8 lanes, so the vectorizer takes it.
-          float d8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          int64_t j = 0;
-          for (; j + 8 <= T; j += 8)
-            for (int l = 0; l < 8; ++l) d8[l] += pr[j + l] * ds[j + l];
-          float di = 0;
-          for (int l = 0; l < 8; ++l) di += d8[l];
-          for (; j < T; ++j) di += pr[j] * ds[j];
-          for (j = 0; j < T; ++j) ds[j] = pr[j] * (ds[j] - di);
+          // instead of reading o, whose rows missed the cache (they were a quarter of this routine's own time).
+          const float di = tc_dot8(pr, ds, T);
+          for (int64_t j = 0; j < T; ++j) ds[j] = pr[j] * (ds[j] - di);
           if (mb)
-            for (j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
+            for (int64_t j = 0; j < T; ++j) ds[j] = mb[j] ? 0.0f : ds[j];
         }
         tc_gemm(0, 0, qb, Dh, T, scale, dp, T, k, ld, 0.0f, dq + i0 * ld, ld);
         tc_gemm(1, 0, T, Dh, qb, scale, dp, T, q + i0 * ld, ld, beta, dk, ld);
@@ -238,37 +271,6 @@ constexpr const char* kLayerNormPreamble = R"(#include <cstdlib>
 namespace {
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math", "vect-cost-model=dynamic")
-// Sums in 8 lanes, so the vectorizer takes them.
-inline float tc_sum8(const float* a, int64_t n) {
-  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) s8[l] += a[j + l];
-  float s = 0;
-  for (int l = 0; l < 8; ++l) s += s8[l];
-  for (; j < n; ++j) s += a[j];
-  return s;
-}
-inline float tc_dot8(const float* a, const float* b, int64_t n) {
-  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) s8[l] += a[j + l] * b[j + l];
-  float s = 0;
-  for (int l = 0; l < 8; ++l) s += s8[l];
-  for (; j < n; ++j) s += a[j] * b[j];
-  return s;
-}
-inline float tc_dev8(const float* a, float m, int64_t n) {
-  float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) s8[l] += (a[j + l] - m) * (a[j + l] - m);
-  float s = 0;
-  for (int l = 0; l < 8; ++l) s += s8[l];
-  for (; j < n; ++j) s += (a[j] - m) * (a[j] - m);
-  return s;
-}
 constexpr int64_t tc_ln_block = 64;
 // x [R, D], gamma [D], beta [D] -> y [R, D]; with grad, `other` is dy and
 // out [R + 2, D] gets dx, then d gamma and d beta.
@@ -340,9 +342,10 @@ class CppEmitter {
     if (collectives) os << kHostPreamble;
     bool attention = false;
     for (const Kernel& k : p.kernels) attention = attention || k.kind == Kernel::Attention;
-    if (attention) os << kAttentionPreamble;
     bool layer_norm = false;
     for (const Kernel& k : p.kernels) layer_norm = layer_norm || k.kind == Kernel::LayerNorm;
+    if (attention || layer_norm) os << kLanesPreamble;
+    if (attention) os << kAttentionPreamble;
     if (layer_norm) os << kLayerNormPreamble;
     os << "#ifndef TC_PART\n#define TC_IN(part) 1\n#else\n#define TC_IN(part) (TC_PART == (part))\n#endif\n";
     // noipa: each kernel stays opaque to tc_run. With GCC 12's
