@@ -26,14 +26,7 @@ const std::vector<std::pair<std::string, std::string>> kEnv = {{"JAX_PLATFORMS",
 double xla_peak(const std::string& out, int64_t batch) { return t::python_sample::per_batch(out, "xla_peak", batch); }
 
 JsonValue headroom(const std::string& store, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> cmd = {t::bin("tc-analyze"), store, "--json"};
-  cmd.insert(cmd.end(), extra.begin(), extra.end());
-  t::Exit a = t::run(cmd);
-  EXPECT_EQ(a.code, 0) << a.err;
-  JsonValue j = t::JsonParser(a.out).parse();
-  auto f = t::python_sample::findings(j, "memory.headroom");
-  EXPECT_EQ(f.size(), 1u) << a.out;
-  return f.empty() ? JsonValue{} : (*f[0])["evidence"];
+  return t::python_sample::only_evidence(t::python_sample::analyze_json(store, extra), "memory.headroom");
 }
 
 TEST(JaxMemoryPython, PeakAndPredictionAgainstXlasOwnAnalysis) {
@@ -96,15 +89,12 @@ TEST(JaxMemoryPython, AnOutOfMemoryStepGetsThePostMortem) {
   ASSERT_GT(p32, 0);
   ASSERT_GT(p128, p32);
   const auto capacity = static_cast<int64_t>((p32 + p128) / 2 / 0.9);
-  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json", "--capacity", std::to_string(capacity)});
-  ASSERT_EQ(a.code, 0) << a.err;
-  JsonValue j = t::JsonParser(a.out).parse();
-  auto f = t::python_sample::findings(j, "memory.oom");
-  ASSERT_EQ(f.size(), 1u) << a.out;
-  const JsonValue& ev = (*f[0])["evidence"];
+  const JsonValue ev = t::python_sample::only_evidence(t::python_sample::analyze_json(out, {"--capacity", std::to_string(capacity)}),
+                                                       "memory.oom");
+  ASSERT_EQ(ev.type, JsonValue::kObject);
   EXPECT_GT(ev["requested_bytes"].n, 256 << 20);
   EXPECT_EQ(ev["failing_batch_size"].n, 200000);
-  EXPECT_NE(ev["method"].s.find("memory_analysis()"), std::string::npos) << a.out;
+  EXPECT_NE(ev["method"].s.find("memory_analysis()"), std::string::npos) << ev["method"].s;
   const auto fits = static_cast<int64_t>(ev["largest_batch_that_fits"].n);
   EXPECT_GT(fits, 32);
   EXPECT_LT(fits, 128);

@@ -3,7 +3,7 @@
 // scripts/test.sh makes, a skip (or a failure when TC_REQUIRE_PYTHON_PEERS=1)
 // when it lacks the framework, a sample's line by its text, the "shapes: ..."
 // line the samples print with --print-shapes, and tc-analyze's findings of a
-// kind.
+// kind (and its JSON, and the evidence of a kind's one finding).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -76,6 +76,23 @@ inline std::vector<const JsonValue*> findings(const JsonValue& j, const std::str
   for (const JsonValue& f : j["findings"].a)
     if (f["kind"].s == kind) out.push_back(&f);
   return out;
+}
+
+// `tc-analyze STORE --json EXTRA...`, parsed; a failed run is a test failure.
+inline JsonValue analyze_json(const std::string& store, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> cmd = {bin("tc-analyze"), store, "--json"};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  Exit a = run(cmd);
+  EXPECT_EQ(a.code, 0) << a.err;
+  return JsonParser(a.out).parse();
+}
+
+// The evidence of the one finding of `kind` in tc-analyze's JSON `j`; an
+// empty value, and a test failure, when there is not exactly one.
+inline JsonValue only_evidence(const JsonValue& j, const std::string& kind) {
+  auto f = findings(j, kind);
+  EXPECT_EQ(f.size(), 1u) << "findings of kind " << kind;
+  return f.size() == 1 ? (*f[0])["evidence"] : JsonValue{};
 }
 
 }  // namespace tc::test::python_sample

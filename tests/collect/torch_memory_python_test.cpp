@@ -39,14 +39,11 @@ TEST(TorchMemoryPython, PeakAndPredictionAgainstTheTrainingsTensors) {
   ASSERT_GT(at64, 0) << truth.out;
   ASSERT_GT(at256, 0) << truth.out;
 
-  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json"});
-  ASSERT_EQ(a.code, 0) << a.err;
-  JsonValue j = t::JsonParser(a.out).parse();
+  const JsonValue j = t::python_sample::analyze_json(out);
   EXPECT_EQ(j["summary"]["memory_source"].s, "torch_tensors");
   EXPECT_NEAR(j["summary"]["peak_bytes"].n, at64, 0.15 * at64);
-  auto f = t::python_sample::findings(j, "memory.headroom");
-  ASSERT_EQ(f.size(), 1u) << a.out;
-  const JsonValue& ev = (*f[0])["evidence"];
+  const JsonValue ev = t::python_sample::only_evidence(j, "memory.headroom");
+  ASSERT_EQ(ev.type, JsonValue::kObject);
   for (const char* key : {"peak_bytes", "capacity_bytes", "batch_size", "fixed_bytes", "bytes_per_sample", "largest_batch_that_fits",
                           "suggested_batch", "lr_scale_linear", "lr_scale_sqrt", "method"})
     EXPECT_TRUE(ev.has(key)) << key;
@@ -77,17 +74,14 @@ TEST(TorchMemoryPython, AnOutOfMemoryStepGetsThePostMortem) {
   EXPECT_EQ(e.code, 1) << e.err;
   EXPECT_NE(e.err.find("can't allocate memory"), std::string::npos) << e.err;
   constexpr int64_t kCapacity = int64_t{64} << 20;
-  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json", "--capacity", std::to_string(kCapacity)});
-  ASSERT_EQ(a.code, 0) << a.err;
-  JsonValue j = t::JsonParser(a.out).parse();
-  auto f = t::python_sample::findings(j, "memory.oom");
-  ASSERT_EQ(f.size(), 1u) << a.out;
-  const JsonValue& ev = (*f[0])["evidence"];
+  const JsonValue ev = t::python_sample::only_evidence(t::python_sample::analyze_json(out, {"--capacity", std::to_string(kCapacity)}),
+                                                       "memory.oom");
+  ASSERT_EQ(ev.type, JsonValue::kObject);
   EXPECT_GT(ev["requested_bytes"].n, 256 << 20);  // more than the process had left to map
   EXPECT_EQ(ev["failing_batch_size"].n, 300000);
   EXPECT_EQ(ev["capacity_bytes"].n, static_cast<double>(kCapacity));
   EXPECT_GT(ev["breakdown"]["parameter"].n, 0);
-  EXPECT_NE(ev["method"].s.find("torch's tensors at batch 64"), std::string::npos) << a.out;
+  EXPECT_NE(ev["method"].s.find("torch's tensors at batch 64"), std::string::npos) << ev["method"].s;
   const auto fits = static_cast<int64_t>(ev["largest_batch_that_fits"].n);
   ASSERT_GT(fits, 64);
   ASSERT_LT(fits, 300000);
@@ -112,15 +106,12 @@ TEST(TorchMemoryPython, AHuggingFaceTrainerRunGetsTheMemoryLineAndHeadroom) {
   const std::string script = std::string(TC_SOURCE_DIR) + "/tests/fixtures/frameworks/hf_trainer_padding.py";
   t::Exit e = t::run({t::bin("tc-profile"), "-q", "-o", out, "--", py, script, "--backend", "aot_eager"}, kEnv);
   ASSERT_EQ(e.code, 0) << e.err;
-  t::Exit a = t::run({t::bin("tc-analyze"), out, "--json"});
-  ASSERT_EQ(a.code, 0) << a.err;
-  JsonValue j = t::JsonParser(a.out).parse();
+  const JsonValue j = t::python_sample::analyze_json(out);
   EXPECT_EQ(j["summary"]["memory_source"].s, "torch_tensors");
   EXPECT_GT(j["summary"]["peak_bytes"].n, 0);
-  auto f = t::python_sample::findings(j, "memory.headroom");
-  ASSERT_EQ(f.size(), 1u) << a.out;
-  const JsonValue& ev = (*f[0])["evidence"];
-  EXPECT_EQ(ev["batch_size"].n, 8) << a.out;
+  const JsonValue ev = t::python_sample::only_evidence(j, "memory.headroom");
+  ASSERT_EQ(ev.type, JsonValue::kObject);
+  EXPECT_EQ(ev["batch_size"].n, 8);
   EXPECT_GT(ev["bytes_per_sample"].n, 0);
   EXPECT_GT(ev["suggested_batch"].n, 8);
   t::Exit text = t::run({t::bin("tc-analyze"), out});

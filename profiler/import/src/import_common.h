@@ -27,6 +27,14 @@ std::optional<int64_t> to_int(std::string_view s);
 // A time the hooks write: positive, below kMaxTs.
 inline bool valid_ts(std::optional<int64_t> t) { return t && *t > 0 && *t < kMaxTs; }
 
+// A byte count the hooks write (memory, a request that failed): 0 .. 2^56.
+inline constexpr int64_t kMaxBytes = int64_t{1} << 56;
+inline bool valid_bytes(std::optional<int64_t> b) { return b && *b >= 0 && *b <= kMaxBytes; }
+// A JSON value that is such a byte count (an array's element).
+inline bool valid_bytes(const json::Value& v) { return v.type == json::Value::kNumber && v.integral && valid_bytes(v.i); }
+// A batch size the hooks write: 0 (none) .. 2^31 - 1.
+inline bool valid_batch(std::optional<int64_t> b) { return b && *b >= 0 && *b <= INT32_MAX; }
+
 // A log file as a stream of lines, read a block at a time: at most one
 // line (max_line_bytes) and one block are held, whatever the file's size.
 // Stops at max_file_bytes, and once request_stop() was called.

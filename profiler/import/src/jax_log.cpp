@@ -317,8 +317,7 @@ class JaxImporter : public import_common::Importer {
       auto f = v.int64("f");
       auto requested = v.int64("requested");
       auto batch = v.int64("batch");
-      if (!f || *f < 0 || !valid_ts(ts) || !in_run(*ts) || !requested || *requested < 0 || *requested > (int64_t{1} << 56) || !batch ||
-          *batch < 0 || *batch > INT32_MAX || p.ooms.size() >= 16)
+      if (!f || *f < 0 || !valid_ts(ts) || !in_run(*ts) || !valid_bytes(requested) || !valid_batch(batch) || p.ooms.size() >= 16)
         return false;
       p.ooms.push_back({*f, *ts, *requested, *batch});
     } else if (k == "limit") {
@@ -332,16 +331,15 @@ class JaxImporter : public import_common::Importer {
   // The hook's memory records: XLA's memory_analysis() of an executable, the
   // capacity, a probe the budget skipped or that failed (a note).
   bool memory(Process& p, const json::Value& v, std::string_view k, std::optional<int64_t> ts) {
-    constexpr int64_t kMaxBytes = int64_t{1} << 56;
     auto f = v.int64("f");
     auto batch = v.int64("batch");
     if (k == "capacity") {
       auto bytes = v.int64("bytes");
-      if (!bytes || *bytes <= 0 || *bytes > kMaxBytes) return false;
+      if (!valid_bytes(bytes) || *bytes == 0) return false;
       p.capacity = *bytes;
       return true;
     }
-    if (!f || *f < 0 || !batch || *batch < 0 || *batch > INT32_MAX) return false;
+    if (!f || *f < 0 || !valid_batch(batch)) return false;
     if (k != "mem") {
       note(std::string("the memory probe of batch ") + std::to_string(*batch) +
            (k == "mem_skipped" ? " was skipped: TC_MEMORY_PROBE_S spent" : " failed: " + bounded(v.str("why").value_or("?"))));
@@ -352,7 +350,7 @@ class JaxImporter : public import_common::Importer {
     const char* names[] = {"arg", "out", "temp", "alias"};
     for (size_t i = 0; i < 4; ++i) {
       auto b = v.int64(names[i]);
-      if (!b || *b < 0 || *b > kMaxBytes) return false;
+      if (!valid_bytes(b)) return false;
       *fields[i] = *b;
     }
     m.ran = v.int64("ran").value_or(1) != 0;

@@ -23,6 +23,8 @@ namespace tc::import {
 namespace {
 
 using import_common::to_int;
+using import_common::valid_batch;
+using import_common::valid_bytes;
 using import_common::valid_ts;
 
 // The trace's times are the wall clock's, which may step (NTP) during the run.
@@ -429,8 +431,8 @@ class TorchImporter : public import_common::Importer {
       auto requested = v.int64("requested");
       auto batch = v.int64("batch");
       HookOom o;
-      if (!valid_ts(ts) || *ts < p.start || !in_run(*ts) || !requested || *requested < 0 || *requested > (int64_t{1} << 56) || !batch ||
-          *batch < 0 || *batch > INT32_MAX || p.ooms.size() >= 16)
+      if (!valid_ts(ts) || *ts < p.start || !in_run(*ts) || !valid_bytes(requested) || !valid_batch(batch) ||
+          p.ooms.size() >= 16)
         return false;
       o.ts = *ts, o.requested = *requested, o.batch = *batch;
       if (const json::Value* mem = v.get("mem")) {
@@ -467,18 +469,17 @@ class TorchImporter : public import_common::Importer {
   // A step record's "mem"; false when a count is missing or out of range
   // (bytes in 0..2^56, a batch below 2^31).
   static bool read_memory(const json::Value& v, HookMemory& m) {
-    constexpr int64_t kMaxBytes = int64_t{1} << 56;
     if (v.type != json::Value::kObject) return false;
     auto bytes = [&](const char* key, int64_t& out) {
       auto x = v.int64(key);
-      if (!x || *x < 0 || *x > kMaxBytes) return false;
+      if (!valid_bytes(x)) return false;
       out = *x;
       return true;
     };
     if (!bytes("param", m.param) || !bytes("grad", m.grad) || !bytes("opt", m.opt) || !bytes("act", m.act) || !bytes("cap", m.capacity))
       return false;
     auto batch = v.int64("batch");
-    if (!batch || *batch < 0 || *batch > INT32_MAX) return false;
+    if (!valid_batch(batch)) return false;
     m.batch = *batch;
     auto source = v.str("cap_src");
     if (source && source->size() <= 16) m.capacity_source = std::string(*source);
@@ -486,7 +487,7 @@ class TorchImporter : public import_common::Importer {
       if (cuda->type != json::Value::kArray || cuda->a.size() != 2) return false;
       for (int i = 0; i < 2; ++i) {
         const json::Value& x = cuda->a[static_cast<size_t>(i)];
-        if (x.type != json::Value::kNumber || !x.integral || x.i < 0 || x.i > kMaxBytes) return false;
+        if (!valid_bytes(x)) return false;
         (i == 0 ? m.cuda_allocated : m.cuda_reserved) = x.i;
       }
     }

@@ -235,7 +235,7 @@ class XlaImporter : public import_common::Importer {
     auto bytes = [&](const char* key, int64_t& out) {
       const json::Value* x = v.get(key);
       if (x == nullptr) return true;
-      if (x->type != json::Value::kNumber || !x->integral || x->i < 0 || x->i > (int64_t{1} << 56)) return false;
+      if (!valid_bytes(*x)) return false;
       out = x->i;
       return true;
     };
